@@ -1,0 +1,109 @@
+//! The in-process executor: the target is a closure in this process.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, Once};
+
+use dst::catalog::{CATALOG, SiteInfo};
+use dst::region::{Layout, OwnedRegion};
+use dst_kernel::{Outcome, RunRecord, Runner};
+
+use crate::Executor;
+
+/// Only one in-process region can be attached to the SDK at a time.
+static ATTACHED: Mutex<()> = Mutex::new(());
+static HOOK: Once = Once::new();
+
+thread_local! {
+    static IN_RUN: Cell<bool> = const { Cell::new(false) };
+    static LAST_PANIC: RefCell<Option<(String, Option<String>)>> = const { RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that records panics of running targets
+/// instead of printing them; other panics go to the previous hook.
+fn install_panic_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_RUN.with(Cell::get) {
+                let message = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic with a non-string payload".to_string());
+                let location = info.location().map(|l| l.to_string());
+                LAST_PANIC.with(|p| *p.borrow_mut() = Some((message, location)));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs a closure that uses the `dst` SDK, in this process.
+pub struct InProcess<F> {
+    region: OwnedRegion,
+    target: F,
+    flags: u64,
+}
+
+impl<F: FnMut()> InProcess<F> {
+    /// An executor for `target` with the default region layout.
+    pub fn new(target: F) -> InProcess<F> {
+        InProcess::with_layout(
+            target,
+            Layout {
+                sites_capacity: CATALOG.len().max(1),
+                ..Layout::default()
+            },
+        )
+    }
+
+    pub fn with_layout(target: F, layout: Layout) -> InProcess<F> {
+        install_panic_hook();
+        InProcess {
+            region: OwnedRegion::new(layout),
+            target,
+            flags: 0,
+        }
+    }
+}
+
+impl<F: FnMut()> Runner for InProcess<F> {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.region.view();
+        view.reset(input, self.flags);
+        let len = view.header().total_size as usize;
+        // SAFETY: the region is owned by `self` and outlives the run; it is
+        // detached below before `self.region` can be touched again, and the
+        // ATTACHED lock keeps other executors from attaching meanwhile.
+        unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
+        IN_RUN.with(|r| r.set(true));
+        let result = catch_unwind(AssertUnwindSafe(&mut self.target));
+        IN_RUN.with(|r| r.set(false));
+        dst::detach();
+        let crash = result.err().map(|_| {
+            let (message, location) = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| ("panic".to_string(), None));
+            Outcome::Crash {
+                cause: "panic".to_string(),
+                message,
+                location,
+            }
+        });
+        RunRecord::read(view, crash, false)
+    }
+}
+
+impl<F: FnMut()> Executor for InProcess<F> {
+    fn catalog(&self) -> Vec<SiteInfo> {
+        dst::catalog::sites()
+    }
+
+    fn set_flags(&mut self, flags: u64) {
+        self.flags = flags;
+    }
+}

@@ -1,0 +1,32 @@
+//! `dst-executors`: run one input against a target and return the kernel's
+//! [`RunRecord`].
+//!
+//! Every level implements [`Executor`] (the kernel's [`Runner`] plus the
+//! target's catalog) over the same region layout and decision stream:
+//! - [`inprocess`]: the target is a closure in this process (fastest). Panics
+//!   are caught and classified as crashes.
+//!
+//! Still to come, behind the same trait: per-run timeouts and fork isolation
+//! for in-process targets (the explorer issue), a separate process over shared
+//! memory (C/C++ services), wasm, a CPU emulator and a KVM virtual machine.
+
+pub mod inprocess;
+
+use dst::catalog::SiteInfo;
+pub use dst_kernel::{RunRecord, Runner};
+pub use inprocess::InProcess;
+
+/// Runs inputs against one target at one level.
+///
+/// Life cycle: create the executor for a target, then call [`Runner::run`] once
+/// per input, from one thread at a time. Each run starts from a reset region
+/// holding only the input; the record describes that run alone. The catalog
+/// is fixed for the executor's lifetime and known before the first run.
+pub trait Executor: Runner {
+    /// Every assertion and fault site of the target, in catalog order.
+    fn catalog(&self) -> Vec<SiteInfo>;
+
+    /// Sets region flags (`dst::region::FLAG_*`) for the following runs, e.g.
+    /// `FLAG_TRACE_SITES` to have decision sites logged for `replay`.
+    fn set_flags(&mut self, flags: u64);
+}

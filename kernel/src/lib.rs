@@ -1,0 +1,63 @@
+//! `dst-kernel`: the seed-to-run contract, the same at every executor level.
+//!
+//! A run is a pure function of (target, input bytes): the target's SDK reads
+//! every decision from the input (see [`dst::decision`] for the encoding), and
+//! an executor hands the kernel the region afterwards. From there:
+//! - [`RunRecord`] (in `record`) is what one run yields: outcome, decisions
+//!   consumed, the decision trace, coverage, assertion state, trace hash.
+//! - [`replay`] reruns an input and names the first divergent decision: the
+//!   determinism check that catches a target reading the clock.
+//! - [`shrink`] finds a shortlex-minimal input with the same failure
+//!   [`Signature`], and the shortest failing prefix under the nominal tail.
+//! - [`campaign`] keeps what a campaign learned (corpus, per-property state,
+//!   coverage), serializable so that a campaign stops and resumes.
+//!
+//! The kernel never runs a target itself: it drives a [`Runner`], which an
+//! executor (`dst-executors`) provides for each level. No LibAFL here.
+
+pub mod campaign;
+pub mod record;
+pub mod replay;
+pub mod shrink;
+
+pub use campaign::{Campaign, Novelty, Property, Status};
+pub use record::{Outcome, RunRecord, Signature, SiteRun};
+pub use replay::{Determinism, Divergence, check_determinism, first_divergence};
+pub use shrink::{Shrunk, bisect_prefix, normalize, shortlex_less, shrink};
+
+/// Something that runs one input against a target and returns its record:
+/// the kernel's only view of an executor.
+pub trait Runner {
+    fn run(&mut self, input: &[u8]) -> RunRecord;
+}
+
+impl<F: FnMut(&[u8]) -> RunRecord> Runner for F {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        self(input)
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
+/// synced, then renamed over `path`. A crash at any point leaves either the
+/// old file or the new one, never a torn one.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("path has no file name"))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,177 @@
+//! What one run yields: the [`RunRecord`], read from the region after the run.
+
+use std::fmt;
+
+use dst::catalog::CATALOG;
+use dst::region::{DecisionRecord, Event, RegionRef, SITE_HIT};
+use serde::{Deserialize, Serialize};
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// No must-hold property failed and the target returned.
+    Pass,
+    /// A must-hold assertion failed (the first one, by time).
+    AssertionFailure { site: u32, message: String },
+    /// The target crashed: a panic, or a signal in a separate process.
+    Crash {
+        /// `panic`, or the signal's name.
+        cause: String,
+        message: String,
+        /// `file:line:column` of the crash, when known.
+        location: Option<String>,
+    },
+    /// The run exceeded its time budget.
+    Timeout,
+}
+
+/// What identifies "the same failure" for deduplication and shrinking.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Signature {
+    /// A property (by message) failed.
+    Property {
+        message: String,
+    },
+    /// A crash of this cause at this location (or with this message, when the
+    /// location is unknown).
+    Crash {
+        cause: String,
+        at: String,
+    },
+    Timeout,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Signature::Property { message } => write!(f, "property \"{message}\" failed"),
+            Signature::Crash { cause, at } => write!(f, "{cause} at {at}"),
+            Signature::Timeout => write!(f, "timeout"),
+        }
+    }
+}
+
+impl Outcome {
+    /// The failure signature, `None` for a passing run.
+    pub fn signature(&self) -> Option<Signature> {
+        match self {
+            Outcome::Pass => None,
+            Outcome::AssertionFailure { message, .. } => Some(Signature::Property {
+                message: message.clone(),
+            }),
+            Outcome::Crash {
+                cause,
+                message,
+                location,
+            } => Some(Signature::Crash {
+                cause: cause.clone(),
+                at: location.clone().unwrap_or_else(|| message.clone()),
+            }),
+            Outcome::Timeout => Some(Signature::Timeout),
+        }
+    }
+}
+
+/// One site's state at the end of a run (only sites that were reached).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SiteRun {
+    /// Catalog index.
+    pub index: u32,
+    /// `dst::region::SITE_*` bits.
+    pub flags: u32,
+    pub evaluations: u64,
+    pub true_count: u64,
+    /// Best guidance score of the run (lower is closer to flipping the
+    /// property); `None` if the site has no guidance.
+    pub guidance: Option<f64>,
+}
+
+/// Everything the kernel knows about one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub outcome: Outcome,
+    /// Decision-stream bytes consumed (explicit and tail).
+    pub consumed: u64,
+    /// Decisions taken.
+    pub decision_count: u64,
+    /// The decision trace, in order (truncated to the region's capacity).
+    pub decisions: Vec<DecisionRecord>,
+    /// Hash over every decision's kind, site and value.
+    pub trace_hash: u64,
+    /// Reached sites, by catalog index.
+    pub sites: Vec<SiteRun>,
+    /// Nonzero coverage counters: (map index, count).
+    pub coverage: Vec<(u32, u8)>,
+    pub events: Vec<Event>,
+    /// `dst::region::STATUS_*` bits.
+    pub status: u64,
+}
+
+impl RunRecord {
+    /// Reads the record of the run that just ended in `region`. `crash` is the
+    /// executor's observation (a panic, a signal) and `timed_out` whether it
+    /// cut the run short; an assertion failure is read from the region.
+    pub fn read(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
+        let h = region.header();
+        let order = std::sync::atomic::Ordering::Acquire;
+        let mut sites = Vec::new();
+        for index in 0..h.sites_capacity as usize {
+            let Some(state) = region.site(index) else {
+                break;
+            };
+            let flags = state.flags.load(order);
+            if flags & SITE_HIT == 0 {
+                continue;
+            }
+            let guidance = f64::from_bits(state.guidance.load(order));
+            sites.push(SiteRun {
+                index: index as u32,
+                flags,
+                evaluations: state.evaluations.load(order),
+                true_count: state.true_count.load(order),
+                guidance: guidance.is_finite().then_some(guidance),
+            });
+        }
+        let (map, len) = region.coverage_ptr();
+        // SAFETY: `coverage_ptr` is the validated coverage section; the run is
+        // over, so nothing writes to it while we read.
+        let map = unsafe { std::slice::from_raw_parts(map, len) };
+        let coverage = map
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c != 0)
+            .map(|(i, c)| (i as u32, *c))
+            .collect();
+        let failure = h.first_failure.load(order);
+        let outcome = if timed_out {
+            Outcome::Timeout
+        } else if let Some(crash) = crash {
+            crash
+        } else if failure != 0 {
+            let site = (failure - 1) as u32;
+            let message = CATALOG
+                .get(site as usize)
+                .map_or_else(|| format!("site #{site}"), |s| s.message.to_string());
+            Outcome::AssertionFailure { site, message }
+        } else {
+            Outcome::Pass
+        };
+        RunRecord {
+            outcome,
+            consumed: h.cursor.load(order),
+            decision_count: h.decisions.load(order),
+            decisions: region.decisions().to_vec(),
+            trace_hash: h.trace_hash.load(order),
+            sites,
+            coverage,
+            events: region.events(),
+            status: h.status.load(order),
+        }
+    }
+
+    pub fn signature(&self) -> Option<Signature> {
+        self.outcome.signature()
+    }
+}

@@ -1,0 +1,232 @@
+//! Shrinking and prefix bisection of failing inputs.
+//!
+//! Both work on the *materialized* form of an input: a zero seed and the
+//! stream bytes the run consumed written out explicitly (see
+//! [`dst::decision::materialize`]), so the result reads as explicit decisions
+//! with a nominal tail. The shrinker then searches for a shortlex-smaller input
+//! with the same failure signature, in passes as Hypothesis's shrinker does:
+//! delete spans, zero spans, lower single bytes; until a pass changes nothing
+//! or the run budget is spent.
+
+use dst::decision::{SEED_BYTES, materialize, tail_seed};
+
+use crate::{RunRecord, Runner, Signature};
+
+/// Strips what cannot change the run: trailing zero bytes after a zero seed
+/// (the nominal tail is zeros anyway), and an all-zero seed with nothing after.
+pub fn normalize(mut input: Vec<u8>) -> Vec<u8> {
+    if tail_seed(&input) == 0 {
+        while input.len() > SEED_BYTES && input.last() == Some(&0) {
+            input.pop();
+        }
+        if input.len() <= SEED_BYTES {
+            input.clear();
+        }
+    }
+    input
+}
+
+/// Shortlex order: shorter first, then bytewise.
+pub fn shortlex_less(a: &[u8], b: &[u8]) -> bool {
+    (a.len(), a) < (b.len(), b)
+}
+
+/// A shrunk input and what it took.
+#[derive(Debug, Clone)]
+pub struct Shrunk {
+    pub input: Vec<u8>,
+    pub record: RunRecord,
+    /// Runs spent.
+    pub runs: u64,
+}
+
+struct Search<'a, R: Runner> {
+    runner: &'a mut R,
+    signature: &'a Signature,
+    budget: u64,
+    runs: u64,
+    best: Vec<u8>,
+    record: RunRecord,
+}
+
+impl<R: Runner> Search<'_, R> {
+    /// Runs `candidate`; adopts it if it keeps the signature and is smaller.
+    fn try_adopt(&mut self, candidate: Vec<u8>) -> bool {
+        let candidate = normalize(candidate);
+        if self.runs >= self.budget || !shortlex_less(&candidate, &self.best) {
+            return false;
+        }
+        self.runs += 1;
+        let record = self.runner.run(&candidate);
+        if record.signature().as_ref() == Some(self.signature) {
+            self.best = candidate;
+            self.record = record;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn explicit_len(&self) -> usize {
+        self.best.len().saturating_sub(SEED_BYTES)
+    }
+
+    fn span_sizes(&self) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        let mut k = self.explicit_len().next_power_of_two();
+        while k >= 1 {
+            sizes.push(k);
+            k /= 2;
+        }
+        sizes
+    }
+
+    /// Deletes spans of each size, scanning from the end.
+    fn delete_spans(&mut self) -> bool {
+        let mut progress = false;
+        for k in self.span_sizes() {
+            let mut end = self.explicit_len();
+            while end > 0 {
+                let start = end.saturating_sub(k);
+                let mut candidate = self.best.clone();
+                candidate.drain(SEED_BYTES + start..(SEED_BYTES + end).min(self.best.len()));
+                progress |= self.try_adopt(candidate);
+                end = start.min(self.explicit_len());
+            }
+        }
+        progress
+    }
+
+    /// Zeroes spans of each size.
+    fn zero_spans(&mut self) -> bool {
+        let mut progress = false;
+        for k in self.span_sizes() {
+            let mut i = 0;
+            while SEED_BYTES + i < self.best.len() {
+                let start = SEED_BYTES + i;
+                let end = (start + k).min(self.best.len());
+                if self.best[start..end].iter().any(|&b| b != 0) {
+                    let mut candidate = self.best.clone();
+                    candidate[start..end].fill(0);
+                    progress |= self.try_adopt(candidate);
+                }
+                i += k;
+            }
+        }
+        progress
+    }
+
+    /// Lowers each nonzero byte to the smallest value that keeps the failure
+    /// (binary search, assuming smaller values fail from some point up).
+    fn lower_bytes(&mut self) -> bool {
+        let mut progress = false;
+        let mut at = SEED_BYTES;
+        while at < self.best.len() {
+            let (mut lo, mut hi) = (0u8, self.best[at]);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let mut candidate = self.best.clone();
+                candidate[at] = mid;
+                if self.try_adopt(candidate) {
+                    progress = true;
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+                if at >= self.best.len() {
+                    break;
+                }
+            }
+            at += 1;
+        }
+        progress
+    }
+}
+
+/// Shrinks `input`, which must fail with `signature`, within `budget` runs.
+/// Returns `None` if `input` does not reproduce the signature.
+pub fn shrink(
+    runner: &mut impl Runner,
+    input: &[u8],
+    signature: &Signature,
+    budget: u64,
+) -> Option<Shrunk> {
+    let record = runner.run(input);
+    if record.signature().as_ref() != Some(signature) {
+        return None;
+    }
+    let mut runs = 1;
+    let mut best = input.to_vec();
+    let mut best_record = record;
+    // Make the tail explicit, so the result reads as decisions.
+    if tail_seed(input) != 0 {
+        let explicit = normalize(materialize(input, best_record.consumed));
+        runs += 1;
+        let again = runner.run(&explicit);
+        if again.signature().as_ref() == Some(signature) {
+            best = explicit;
+            best_record = again;
+        }
+    }
+    let mut search = Search {
+        runner,
+        signature,
+        budget,
+        runs,
+        best: normalize(best.clone()),
+        record: best_record.clone(),
+    };
+    if search.best != best {
+        // Normalizing never changes the run, but check rather than assume.
+        search.runs += 1;
+        let again = search.runner.run(&search.best);
+        if again.signature().as_ref() == Some(signature) {
+            search.record = again;
+        } else {
+            search.best = best;
+        }
+    }
+    loop {
+        let before = search.runs;
+        let progress = search.delete_spans() | search.zero_spans() | search.lower_bytes();
+        if !progress || search.runs >= search.budget || search.runs == before {
+            break;
+        }
+    }
+    Some(Shrunk {
+        input: search.best,
+        record: search.record,
+        runs: search.runs,
+    })
+}
+
+/// The shortest prefix of `input`'s materialized stream that still fails with
+/// `signature` when the rest of the run comes from the nominal (zero) tail.
+/// Returns the prefix input (zero seed + prefix bytes) and the prefix length,
+/// or `None` if the materialized input does not fail.
+pub fn bisect_prefix(
+    runner: &mut impl Runner,
+    input: &[u8],
+    signature: &Signature,
+) -> Option<(Vec<u8>, usize)> {
+    let record = runner.run(input);
+    let full = materialize(input, record.consumed);
+    let prefix = |k: usize| normalize(full[..SEED_BYTES + k].to_vec());
+    let fails = |runner: &mut _, k: usize| {
+        Runner::run(runner, &prefix(k)).signature().as_ref() == Some(signature)
+    };
+    let mut hi = full.len() - SEED_BYTES;
+    if !fails(runner, hi) {
+        return None;
+    }
+    let mut lo = 0;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fails(runner, mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some((prefix(hi), hi))
+}

@@ -1,0 +1,183 @@
+//! The decision encoding: how input bytes become decisions.
+//!
+//! An input is `seed (8 bytes, little-endian u64) ++ explicit bytes`. A run
+//! reads one *decision stream*: the explicit bytes, then the *tail*. If the
+//! seed is 0 the tail is all zeros (the nominal run continues); otherwise it
+//! is the byte stream of `ChaCha8Rng::seed_from_u64(seed)`, drawn in 64-byte
+//! blocks with `fill_bytes`. An input shorter than 8 bytes is a zero-padded
+//! seed with no explicit bytes, so every byte string is a valid input, and the
+//! empty input and every all-zero input are the nominal run.
+//!
+//! Each decision consumes a fixed number of bytes, read big-endian so that a
+//! smaller byte string is a smaller (more nominal) value:
+//!
+//! | decision | bytes | value | nominal |
+//! |---|---|---|---|
+//! | `random::u64`, `Rng::next_u64` | 8 | the bytes | 0 |
+//! | `Rng::next_u32` | 4 | the bytes | 0 |
+//! | `random::below(n)`, `choose` | bytes to hold `n-1` (none if `n <= 1`) | bytes mod `n` | 0 / first |
+//! | `random::bool` | 1 | lowest bit | false |
+//! | `fault!` | 1 | fires iff byte >= [`FAULT_THRESHOLD`] | does not fire |
+//! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
+//!
+//! A random tail fires each fault with probability 1/16 and makes every other
+//! choice uniform (up to modulo bias).
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+/// Bytes of the tail seed at the start of every input.
+pub const SEED_BYTES: usize = 8;
+/// A fault byte at or above this value fires the fault.
+pub const FAULT_THRESHOLD: u8 = 0xF0;
+const TAIL_BLOCK: usize = 64;
+
+/// What a decision was for; stored as `u8` in `DecisionRecord::kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Kind {
+    U64 = 1,
+    Below = 2,
+    Bool = 3,
+    Choose = 4,
+    Fill = 5,
+    Fault = 6,
+    RngU32 = 7,
+    RngU64 = 8,
+    RngFill = 9,
+}
+
+impl Kind {
+    pub fn from_u8(byte: u8) -> Option<Kind> {
+        use Kind::*;
+        Some(match byte {
+            1 => U64,
+            2 => Below,
+            3 => Bool,
+            4 => Choose,
+            5 => Fill,
+            6 => Fault,
+            7 => RngU32,
+            8 => RngU64,
+            9 => RngFill,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        use Kind::*;
+        match self {
+            U64 => "u64",
+            Below => "below",
+            Bool => "bool",
+            Choose => "choose",
+            Fill => "fill",
+            Fault => "fault",
+            RngU32 => "rng_u32",
+            RngU64 => "rng_u64",
+            RngFill => "rng_fill",
+        }
+    }
+}
+
+/// The tail seed of an input (its first 8 bytes, zero-padded).
+pub fn tail_seed(input: &[u8]) -> u64 {
+    let mut seed = [0u8; SEED_BYTES];
+    let n = input.len().min(SEED_BYTES);
+    seed[..n].copy_from_slice(&input[..n]);
+    u64::from_le_bytes(seed)
+}
+
+/// The explicit decision bytes of an input (everything after the seed).
+pub fn explicit(input: &[u8]) -> &[u8] {
+    input.get(SEED_BYTES..).unwrap_or(&[])
+}
+
+/// Bytes a `below(n)` decision consumes.
+#[inline]
+pub fn below_width(n: u64) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (64 - (n - 1).leading_zeros() as usize).div_ceil(8)
+    }
+}
+
+/// Big-endian value of up to 8 bytes.
+#[inline]
+pub fn be_value(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0u64, |v, &b| v << 8 | u64::from(b))
+}
+
+/// A reader over one run's decision stream.
+///
+/// Reads must be sequential: `read` continues where the last one stopped.
+pub struct Stream {
+    seed: u64,
+    tail: Option<ChaCha8Rng>,
+    block: [u8; TAIL_BLOCK],
+    block_pos: usize,
+    /// Bytes consumed so far (explicit and tail).
+    pub cursor: u64,
+}
+
+impl Stream {
+    /// A stream for an input whose tail seed is `seed`.
+    pub fn new(seed: u64) -> Stream {
+        Stream {
+            seed,
+            tail: (seed != 0).then(|| ChaCha8Rng::seed_from_u64(seed)),
+            block: [0; TAIL_BLOCK],
+            block_pos: TAIL_BLOCK,
+            cursor: 0,
+        }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Fills `out` with the next bytes of the stream of `input` (the same
+    /// input on every call of one run).
+    pub fn read(&mut self, input: &[u8], out: &mut [u8]) {
+        let explicit = explicit(input);
+        for byte in out {
+            let at = self.cursor as usize;
+            *byte = match explicit.get(at) {
+                Some(&b) => b,
+                None => self.tail_byte(),
+            };
+            self.cursor += 1;
+        }
+    }
+
+    fn tail_byte(&mut self) -> u8 {
+        let Some(rng) = self.tail.as_mut() else {
+            return 0;
+        };
+        if self.block_pos == TAIL_BLOCK {
+            rng.fill_bytes(&mut self.block);
+            self.block_pos = 0;
+        }
+        let b = self.block[self.block_pos];
+        self.block_pos += 1;
+        b
+    }
+}
+
+/// The first `n` tail bytes for `seed`.
+pub fn tail_bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut out = vec![0; n];
+    Stream::new(seed).read(&[], &mut out);
+    out
+}
+
+/// An input equivalent to `input` for a run that consumed `consumed` stream
+/// bytes: zero seed, and the consumed bytes written out explicitly.
+pub fn materialize(input: &[u8], consumed: u64) -> Vec<u8> {
+    let mut out = vec![0u8; SEED_BYTES + consumed as usize];
+    Stream::new(tail_seed(input)).read(input, &mut out[SEED_BYTES..]);
+    out
+}

@@ -1,0 +1,610 @@
+//! The region: one block of memory, with a fixed, versioned `#[repr(C)]`
+//! layout, through which a target and its controller talk.
+//!
+//! The controller (the explorer's executor, or the SDK itself in local mode)
+//! writes the input and resets the per-run fields; the SDK inside the target
+//! reads decisions from the input and writes outcomes (assertion state,
+//! guidance, the decision trace, events). Every level uses the same layout: the
+//! region lives in the explorer's memory for in-process runs, in a shared
+//! memory segment for separate processes, and is reached through imports or
+//! hypercalls by wasm, emulated and KVM guests. All offsets are relative to the
+//! region's start, so the layout never contains a pointer.
+//!
+//! ```text
+//! offset 0        Header          (size_of::<Header>() bytes, 8-aligned)
+//! input_offset    input bytes     (input_capacity bytes; input_len used)
+//! coverage_offset coverage map    (coverage_size one-byte counters)
+//! sites_offset    SiteState[]     (sites_capacity entries, indexed by catalog index)
+//! decisions_off.  DecisionRecord[](decisions_capacity entries, in decision order)
+//! events_offset   event log       (events_capacity bytes of length-prefixed postcard `Event`s)
+//! ```
+//!
+//! Every header field is validated by [`validate`] before anything is written:
+//! a wrong magic, version or size is a [`RegionError`], never an out-of-bounds
+//! write.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// `b"DSTREGN\0"` read as a little-endian `u64`.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"DSTREGN\0");
+/// Layout version; bumped on any change to the structs in this module.
+pub const VERSION: u32 = 1;
+
+/// Header flag: the SDK also logs each decision's source location as an
+/// [`Event::DecisionSite`] (used by `replay` to explain a run).
+pub const FLAG_TRACE_SITES: u64 = 1;
+
+/// Status bit: an assertion site's catalog index did not fit `sites_capacity`.
+pub const STATUS_SITES_OVERFLOW: u64 = 1;
+/// Status bit: an event did not fit the event log and was dropped.
+pub const STATUS_EVENTS_OVERFLOW: u64 = 2;
+/// Status bit: the input was longer than `input_capacity` and was truncated.
+pub const STATUS_INPUT_TRUNCATED: u64 = 4;
+
+/// The region's header, at offset 0.
+///
+/// The first block (magic to `events_capacity`) is written once when the
+/// region is created. `run_id`, `input_len` and `flags` are written by the
+/// controller before each run; the remaining fields are written by the SDK
+/// during the run and read by the controller after it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Header {
+    pub magic: u64,
+    pub version: u32,
+    /// `size_of::<Header>()`, so a reader can reject a different layout.
+    pub header_size: u32,
+    /// Size of the whole region in bytes.
+    pub total_size: u64,
+    pub input_offset: u64,
+    pub input_capacity: u64,
+    pub coverage_offset: u64,
+    pub coverage_size: u64,
+    pub sites_offset: u64,
+    pub sites_capacity: u64,
+    pub decisions_offset: u64,
+    pub decisions_capacity: u64,
+    pub events_offset: u64,
+    pub events_capacity: u64,
+
+    /// Incremented by the controller for every run; the SDK restarts its
+    /// decision stream when it sees a new value.
+    pub run_id: AtomicU64,
+    /// Bytes of the input used in this run (at most `input_capacity`).
+    pub input_len: AtomicU64,
+    /// `FLAG_*` bits set by the controller.
+    pub flags: AtomicU64,
+
+    /// Decision-stream bytes consumed so far (explicit and tail).
+    pub cursor: AtomicU64,
+    /// Decisions taken so far (may exceed `decisions_capacity`).
+    pub decisions: AtomicU64,
+    /// Running hash over every decision's (kind, site, value).
+    pub trace_hash: AtomicU64,
+    /// Bytes written to the event log.
+    pub events_len: AtomicU64,
+    /// Catalog index + 1 of the first failing must-hold assertion; 0 if none.
+    pub first_failure: AtomicU64,
+    /// `STATUS_*` bits set by the SDK.
+    pub status: AtomicU64,
+}
+
+/// Per-run state of one assertion site, indexed by the site's catalog index.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct SiteState {
+    /// `SITE_*` bits.
+    pub flags: AtomicU32,
+    pub _reserved: u32,
+    /// Times the site was evaluated (reached).
+    pub evaluations: AtomicU64,
+    /// Times its condition was true (for reachable and unreachable: reached).
+    pub true_count: AtomicU64,
+    /// `f64` bits of the best guidance score seen: lower is closer to making
+    /// a `sometimes` true or an `always` false. `+inf` when none was recorded.
+    pub guidance: AtomicU64,
+}
+
+/// The site was reached in this run.
+pub const SITE_HIT: u32 = 1;
+/// Its condition was true at least once in this run.
+pub const SITE_TRUE: u32 = 2;
+/// Its condition was false at least once in this run.
+pub const SITE_FALSE: u32 = 4;
+
+/// One decision, as the SDK took it.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// Offset of its first byte in the decision stream (explicit bytes, then tail).
+    pub offset: u64,
+    /// The decoded value (for `fill`, a hash of the bytes).
+    pub value: u64,
+    /// Site id: a stable hash of the call site (see `crate::catalog::site_hash`).
+    pub site: u32,
+    /// Bytes consumed.
+    pub width: u16,
+    /// A `crate::decision::Kind` as `u8`.
+    pub kind: u8,
+    pub _reserved: u8,
+}
+
+/// A variable-size record in the event log (postcard-encoded, prefixed with
+/// its length as a little-endian `u32`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// First true or first false evaluation of a site in this run.
+    Assertion {
+        site: u32,
+        condition: bool,
+        /// Details as a JSON text.
+        details: Option<String>,
+    },
+    /// `dst::lifecycle::setup_complete` (name `setup_complete`) or `send_event`.
+    Lifecycle {
+        name: String,
+        details: Option<String>,
+    },
+    /// The source location of decision `index` (only with `FLAG_TRACE_SITES`).
+    DecisionSite {
+        index: u64,
+        file: String,
+        line: u32,
+        column: u32,
+        name: Option<String>,
+    },
+}
+
+/// Sizes of a region's sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub input_capacity: usize,
+    pub coverage_size: usize,
+    pub sites_capacity: usize,
+    pub decisions_capacity: usize,
+    pub events_capacity: usize,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            input_capacity: 1 << 20,
+            coverage_size: 1 << 16,
+            sites_capacity: 4096,
+            decisions_capacity: 1 << 16,
+            events_capacity: 1 << 18,
+        }
+    }
+}
+
+fn align8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+impl Layout {
+    /// The header this layout produces, with per-run fields zeroed.
+    pub fn header(&self) -> Header {
+        let mut at = align8(size_of::<Header>());
+        let mut section = |bytes: usize| {
+            let offset = at;
+            at = align8(at + bytes);
+            offset as u64
+        };
+        let input_offset = section(self.input_capacity);
+        let coverage_offset = section(self.coverage_size);
+        let sites_offset = section(self.sites_capacity * size_of::<SiteState>());
+        let decisions_offset = section(self.decisions_capacity * size_of::<DecisionRecord>());
+        let events_offset = section(self.events_capacity);
+        Header {
+            magic: MAGIC,
+            version: VERSION,
+            header_size: size_of::<Header>() as u32,
+            total_size: at as u64,
+            input_offset,
+            input_capacity: self.input_capacity as u64,
+            coverage_offset,
+            coverage_size: self.coverage_size as u64,
+            sites_offset,
+            sites_capacity: self.sites_capacity as u64,
+            decisions_offset,
+            decisions_capacity: self.decisions_capacity as u64,
+            events_offset,
+            events_capacity: self.events_capacity as u64,
+            run_id: AtomicU64::new(0),
+            input_len: AtomicU64::new(0),
+            flags: AtomicU64::new(0),
+            cursor: AtomicU64::new(0),
+            decisions: AtomicU64::new(0),
+            trace_hash: AtomicU64::new(TRACE_HASH_INIT),
+            events_len: AtomicU64::new(0),
+            first_failure: AtomicU64::new(0),
+            status: AtomicU64::new(0),
+        }
+    }
+
+    /// Total bytes of a region with this layout.
+    pub fn total_size(&self) -> usize {
+        self.header().total_size as usize
+    }
+}
+
+/// Initial value of `Header::trace_hash`.
+pub const TRACE_HASH_INIT: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Folds one decision into a trace hash.
+pub fn trace_hash_step(hash: u64, kind: u8, site: u32, value: u64) -> u64 {
+    let mut h = hash;
+    for word in [u64::from(kind) << 32 | u64::from(site), value] {
+        h = (h ^ word).wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= h >> 29;
+    }
+    h
+}
+
+/// Why a region was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegionError {
+    TooSmall { len: usize },
+    Misaligned,
+    BadMagic { found: u64 },
+    BadVersion { found: u32 },
+    BadHeaderSize { found: u32 },
+    BadTotalSize { header: u64, mapped: usize },
+    BadSection { name: &'static str },
+}
+
+impl std::fmt::Display for RegionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegionError::TooSmall { len } => write!(
+                f,
+                "dst region is {len} bytes, smaller than its {}-byte header",
+                size_of::<Header>()
+            ),
+            RegionError::Misaligned => write!(f, "dst region is not 8-byte aligned"),
+            RegionError::BadMagic { found } => write!(
+                f,
+                "dst region has magic {found:#018x}, expected {MAGIC:#018x}: not a dst region"
+            ),
+            RegionError::BadVersion { found } => write!(
+                f,
+                "dst region has layout version {found}, this SDK speaks version {VERSION}: rebuild the target and the explorer from the same dst"
+            ),
+            RegionError::BadHeaderSize { found } => write!(
+                f,
+                "dst region header is {found} bytes, this SDK expects {}",
+                size_of::<Header>()
+            ),
+            RegionError::BadTotalSize { header, mapped } => write!(
+                f,
+                "dst region header says {header} bytes but {mapped} bytes are mapped"
+            ),
+            RegionError::BadSection { name } => write!(
+                f,
+                "dst region section '{name}' is misaligned, overlaps another or lies outside the region"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RegionError {}
+
+/// Checks every header field of the region at `base` (`len` bytes mapped).
+///
+/// # Safety
+/// `base` must be valid for reads of `len` bytes.
+pub unsafe fn validate(base: *const u8, len: usize) -> Result<&'static Header, RegionError> {
+    if len < size_of::<Header>() {
+        return Err(RegionError::TooSmall { len });
+    }
+    if !(base as usize).is_multiple_of(align_of::<Header>()) {
+        return Err(RegionError::Misaligned);
+    }
+    // SAFETY: `base` is aligned for `Header` and valid for `len >= size_of::<Header>()`
+    // bytes (checked above, and by the caller's contract). Every bit pattern is a
+    // valid `Header` (integers and atomics only).
+    let header = unsafe { &*(base as *const Header) };
+    if header.magic != MAGIC {
+        return Err(RegionError::BadMagic {
+            found: header.magic,
+        });
+    }
+    if header.version != VERSION {
+        return Err(RegionError::BadVersion {
+            found: header.version,
+        });
+    }
+    if header.header_size as usize != size_of::<Header>() {
+        return Err(RegionError::BadHeaderSize {
+            found: header.header_size,
+        });
+    }
+    if header.total_size != len as u64 {
+        return Err(RegionError::BadTotalSize {
+            header: header.total_size,
+            mapped: len,
+        });
+    }
+    let sections = [
+        ("input", header.input_offset, Some(header.input_capacity)),
+        (
+            "coverage",
+            header.coverage_offset,
+            Some(header.coverage_size),
+        ),
+        (
+            "sites",
+            header.sites_offset,
+            header
+                .sites_capacity
+                .checked_mul(size_of::<SiteState>() as u64),
+        ),
+        (
+            "decisions",
+            header.decisions_offset,
+            header
+                .decisions_capacity
+                .checked_mul(size_of::<DecisionRecord>() as u64),
+        ),
+        ("events", header.events_offset, Some(header.events_capacity)),
+    ];
+    // Sections must appear in this order, 8-aligned, after the header, inside
+    // the region and without overlap.
+    let mut floor = size_of::<Header>() as u64;
+    for (name, offset, bytes) in sections {
+        let end = bytes.and_then(|b| offset.checked_add(b));
+        match end {
+            Some(end) if offset >= floor && offset.is_multiple_of(8) && end <= len as u64 => {
+                floor = end
+            }
+            _ => return Err(RegionError::BadSection { name }),
+        }
+    }
+    Ok(header)
+}
+
+/// A validated view of a region. Cheap to copy; all access goes through it.
+#[derive(Clone, Copy)]
+pub struct RegionRef {
+    base: *mut u8,
+    header: &'static Header,
+}
+
+// SAFETY: a `RegionRef` only hands out shared references to atomics and to
+// byte ranges that the protocol gives to one side at a time (the controller
+// writes the input and resets fields between runs; the SDK writes during a
+// run under its own lock), so sharing it across threads is sound.
+unsafe impl Send for RegionRef {}
+// SAFETY: as above.
+unsafe impl Sync for RegionRef {}
+
+impl RegionRef {
+    /// Validates the region at `base` and returns a view of it.
+    ///
+    /// # Safety
+    /// `base` must be valid for reads and writes of `len` bytes for as long as
+    /// the returned view (or a copy of it) is used.
+    pub unsafe fn new(base: *mut u8, len: usize) -> Result<RegionRef, RegionError> {
+        // SAFETY: forwarded from this function's contract.
+        let header = unsafe { validate(base, len)? };
+        Ok(RegionRef { base, header })
+    }
+
+    /// A view of a region that `RegionRef::new` already validated.
+    ///
+    /// # Safety
+    /// `base` must be the base of a region previously accepted by
+    /// [`RegionRef::new`] and still valid.
+    pub unsafe fn from_validated(base: *mut u8) -> RegionRef {
+        // SAFETY: the caller guarantees `base` holds a validated, live header.
+        let header = unsafe { &*(base as *const Header) };
+        RegionRef { base, header }
+    }
+
+    pub fn header(&self) -> &'static Header {
+        self.header
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// The input bytes of the current run.
+    pub fn input(&self) -> &[u8] {
+        let len = (self.header.input_len.load(Ordering::Acquire)).min(self.header.input_capacity);
+        // SAFETY: `validate` checked that the input section lies inside the
+        // region; `len` is clamped to its capacity.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.add(self.header.input_offset as usize),
+                len as usize,
+            )
+        }
+    }
+
+    /// The coverage map, as raw pointer and length (written by instrumentation).
+    pub fn coverage_ptr(&self) -> (*mut u8, usize) {
+        // SAFETY: `validate` checked the coverage section lies inside the region.
+        let ptr = unsafe { self.base.add(self.header.coverage_offset as usize) };
+        (ptr, self.header.coverage_size as usize)
+    }
+
+    /// The state of site `index`, if it fits the table.
+    pub fn site(&self, index: usize) -> Option<&SiteState> {
+        if (index as u64) < self.header.sites_capacity {
+            // SAFETY: index is below the capacity `validate` checked; the section is
+            // 8-aligned and `SiteState` has alignment 8; all bit patterns are valid.
+            Some(unsafe {
+                &*(self.base.add(self.header.sites_offset as usize) as *const SiteState).add(index)
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Writes decision record `index` if it fits.
+    pub fn put_decision(&self, index: u64, record: DecisionRecord) {
+        if index < self.header.decisions_capacity {
+            // SAFETY: index is below the checked capacity; the SDK writes each
+            // index once per run, under its decision lock.
+            unsafe {
+                let slot = (self.base.add(self.header.decisions_offset as usize)
+                    as *mut DecisionRecord)
+                    .add(index as usize);
+                slot.write(record);
+            }
+        }
+    }
+
+    /// The decision records written in this run (at most the capacity).
+    pub fn decisions(&self) -> &[DecisionRecord] {
+        let n = self
+            .header
+            .decisions
+            .load(Ordering::Acquire)
+            .min(self.header.decisions_capacity);
+        // SAFETY: the section is inside the region and 8-aligned; the first `n`
+        // records were written in this run (or zeroed by reset).
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.add(self.header.decisions_offset as usize) as *const DecisionRecord,
+                n as usize,
+            )
+        }
+    }
+
+    /// Appends an event to the log; drops it (setting a status bit) if full.
+    /// Callers serialize appends (the SDK holds its lock).
+    pub fn push_event(&self, event: &Event) {
+        let Ok(bytes) = postcard::to_allocvec(event) else {
+            return;
+        };
+        let used = self.header.events_len.load(Ordering::Acquire);
+        let need = 4 + bytes.len() as u64;
+        if used + need > self.header.events_capacity {
+            self.header
+                .status
+                .fetch_or(STATUS_EVENTS_OVERFLOW, Ordering::Relaxed);
+            return;
+        }
+        // SAFETY: `used + need <= events_capacity`, so the write stays in the
+        // event section, which `validate` checked.
+        unsafe {
+            let at = self
+                .base
+                .add(self.header.events_offset as usize + used as usize);
+            at.copy_from_nonoverlapping((bytes.len() as u32).to_le_bytes().as_ptr(), 4);
+            at.add(4)
+                .copy_from_nonoverlapping(bytes.as_ptr(), bytes.len());
+        }
+        self.header.events_len.store(used + need, Ordering::Release);
+    }
+
+    /// Decodes the event log. A malformed record ends the list.
+    pub fn events(&self) -> Vec<Event> {
+        let used = self
+            .header
+            .events_len
+            .load(Ordering::Acquire)
+            .min(self.header.events_capacity) as usize;
+        // SAFETY: the first `used` bytes of the event section are inside the region.
+        let log = unsafe {
+            std::slice::from_raw_parts(self.base.add(self.header.events_offset as usize), used)
+        };
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at + 4 <= log.len() {
+            let len = u32::from_le_bytes(log[at..at + 4].try_into().unwrap()) as usize;
+            let Some(record) = log.get(at + 4..at + 4 + len) else {
+                break;
+            };
+            match postcard::from_bytes(record) {
+                Ok(event) => out.push(event),
+                Err(_) => break,
+            }
+            at += 4 + len;
+        }
+        out
+    }
+
+    /// Prepares the region for a new run with `input`: copies the input,
+    /// clears per-run fields, coverage, site states, decisions and events.
+    /// Called by the controller between runs, never during one.
+    pub fn reset(&self, input: &[u8], flags: u64) {
+        let h = self.header;
+        let len = input.len().min(h.input_capacity as usize);
+        // SAFETY: all writes stay within sections `validate` checked; no run is
+        // in progress, so nothing else accesses these bytes.
+        unsafe {
+            let input_at = self.base.add(h.input_offset as usize);
+            input_at.copy_from_nonoverlapping(input.as_ptr(), len);
+            self.base
+                .add(h.coverage_offset as usize)
+                .write_bytes(0, h.coverage_size as usize);
+            let sites = self.base.add(h.sites_offset as usize) as *mut SiteState;
+            for i in 0..h.sites_capacity as usize {
+                sites.add(i).write(SiteState {
+                    guidance: AtomicU64::new(f64::INFINITY.to_bits()),
+                    ..SiteState::default()
+                });
+            }
+        }
+        h.input_len.store(len as u64, Ordering::Relaxed);
+        h.flags.store(flags, Ordering::Relaxed);
+        h.cursor.store(0, Ordering::Relaxed);
+        h.decisions.store(0, Ordering::Relaxed);
+        h.trace_hash.store(TRACE_HASH_INIT, Ordering::Relaxed);
+        h.events_len.store(0, Ordering::Relaxed);
+        h.first_failure.store(0, Ordering::Relaxed);
+        let truncated = if len < input.len() {
+            STATUS_INPUT_TRUNCATED
+        } else {
+            0
+        };
+        h.status.store(truncated, Ordering::Relaxed);
+        h.run_id.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A region in this process's heap: what the SDK uses in local mode and the
+/// kernel uses for in-process runs.
+pub struct OwnedRegion {
+    memory: Box<[u64]>,
+    view: RegionRef,
+}
+
+// SAFETY: the view points into `memory`, which the `OwnedRegion` owns; see
+// `RegionRef`'s Send/Sync justification.
+unsafe impl Send for OwnedRegion {}
+
+impl OwnedRegion {
+    /// Allocates a zeroed region with `layout` and writes its header.
+    pub fn new(layout: Layout) -> OwnedRegion {
+        let header = layout.header();
+        let words = (header.total_size as usize).div_ceil(8);
+        let mut memory = vec![0u64; words].into_boxed_slice();
+        let base = memory.as_mut_ptr() as *mut u8;
+        // SAFETY: `memory` holds at least `size_of::<Header>()` bytes, aligned to 8.
+        unsafe { (base as *mut Header).write(header) };
+        // SAFETY: `base` points at `total_size` bytes owned by `memory`, which
+        // lives as long as the returned value; the header was just written.
+        let view = unsafe { RegionRef::new(base, layout.total_size()) }
+            .expect("a freshly written header is valid");
+        view.reset(&[], 0);
+        OwnedRegion { memory, view }
+    }
+
+    pub fn view(&self) -> RegionRef {
+        self.view
+    }
+
+    /// The raw bytes of the whole region (header included).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.view.header().total_size as usize;
+        // SAFETY: `memory` holds at least `len` bytes; `&mut self` guarantees
+        // no other reference into it is used meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(self.memory.as_mut_ptr() as *mut u8, len) }
+    }
+}

@@ -1,0 +1,481 @@
+//! The SDK's global state: which region it writes to, the decision stream,
+//! and local mode (no explorer present).
+//!
+//! A region is either *attached* by a controller ([`attach`]) or, on first
+//! use, created by local mode from the environment (`DST_SEED`, `DST_INPUT`,
+//! `DST_OUTPUT`, `DST_TRACE`, `DST_ABORT_ON_FAILURE`). Assertion fast paths read
+//! only [`MODE`]; everything else goes through the slow paths here.
+
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::catalog::{CATALOG, Site};
+use crate::decision::{self, Stream};
+use crate::region::{
+    self, DecisionRecord, Event, FLAG_TRACE_SITES, Layout, OwnedRegion, RegionError, RegionRef,
+    SITE_FALSE, SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
+};
+
+const UNINIT: u8 = 0;
+/// Local mode without `DST_OUTPUT`: nobody reads passing evaluations.
+const QUIET: u8 = 1;
+/// A controller or `DST_OUTPUT` reads every evaluation.
+const RECORDING: u8 = 2;
+
+static MODE: AtomicU8 = AtomicU8::new(UNINIT);
+/// Base of the current, validated region; null when none.
+static REGION: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static ABORT_ON_FAILURE: AtomicBool = AtomicBool::new(false);
+static INNER: Mutex<Inner> = Mutex::new(Inner {
+    stream: None,
+    stream_run: 0,
+});
+static LOCAL: OnceLock<Local> = OnceLock::new();
+
+struct Inner {
+    stream: Option<Stream>,
+    stream_run: u64,
+}
+
+struct Local {
+    region: RegionRef,
+    output: Option<Mutex<File>>,
+    trace: bool,
+}
+
+fn inner() -> MutexGuard<'static, Inner> {
+    INNER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// True when a passing evaluation needs no work: the assertion fast path.
+#[doc(hidden)]
+#[inline(always)]
+pub fn __quiet() -> bool {
+    MODE.load(Ordering::Relaxed) == QUIET
+}
+
+/// Attaches the SDK to a controller's region: from now on decisions come from
+/// its input and outcomes go to it.
+///
+/// # Safety
+/// `base` must be valid for reads and writes of `len` bytes until [`detach`]
+/// is called, and the controller must follow the region protocol (reset only
+/// between runs).
+pub unsafe fn attach(base: *mut u8, len: usize) -> Result<(), RegionError> {
+    // SAFETY: forwarded from this function's contract.
+    let view = unsafe { RegionRef::new(base, len)? };
+    let mut inner = inner();
+    inner.stream = None;
+    REGION.store(view.base(), Ordering::Release);
+    ABORT_ON_FAILURE.store(env_flag("DST_ABORT_ON_FAILURE"), Ordering::Relaxed);
+    MODE.store(RECORDING, Ordering::Release);
+    Ok(())
+}
+
+/// Detaches from the controller's region. The next SDK call falls back to
+/// local mode.
+pub fn detach() {
+    let mut inner = inner();
+    inner.stream = None;
+    MODE.store(UNINIT, Ordering::Release);
+    REGION.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+/// The current region, initializing local mode if nothing is attached.
+fn region() -> RegionRef {
+    loop {
+        let base = REGION.load(Ordering::Acquire);
+        if !base.is_null() {
+            // SAFETY: REGION only ever holds the base of a region that was
+            // validated by `RegionRef::new` and is still alive (attach's
+            // contract, or local mode's leaked region).
+            return unsafe { RegionRef::from_validated(base) };
+        }
+        init_local();
+    }
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Sets up local mode from the environment (once per process).
+fn init_local() {
+    let local = LOCAL.get_or_init(|| {
+        let input = local_input();
+        let layout = Layout {
+            input_capacity: input.len(),
+            coverage_size: 0,
+            sites_capacity: CATALOG.len(),
+            decisions_capacity: 1 << 16,
+            events_capacity: 1 << 16,
+        };
+        let owned: &'static OwnedRegion = Box::leak(Box::new(OwnedRegion::new(layout)));
+        let region = owned.view();
+        region.reset(&input, 0);
+        let output = std::env::var_os("DST_OUTPUT").and_then(|path| match File::create(&path) {
+            Ok(file) => Some(Mutex::new(file)),
+            Err(err) => {
+                eprintln!(
+                    "dst: cannot write DST_OUTPUT={}: {err}",
+                    path.to_string_lossy()
+                );
+                None
+            }
+        });
+        let local = Local {
+            region,
+            output,
+            trace: env_flag("DST_TRACE"),
+        };
+        if local.output.is_some() {
+            local.write_line(&serde_json::json!({
+                "type": "run",
+                "seed": decision::tail_seed(&input),
+                "input_len": input.len(),
+            }));
+            for site in CATALOG.iter() {
+                local.write_line(&assertion_json(site, false, false, None));
+            }
+        }
+        local
+    });
+    ABORT_ON_FAILURE.store(env_flag("DST_ABORT_ON_FAILURE"), Ordering::Relaxed);
+    let _guard = inner();
+    if REGION.load(Ordering::Acquire).is_null() {
+        REGION.store(local.region.base(), Ordering::Release);
+        let mode = if local.output.is_some() {
+            RECORDING
+        } else {
+            QUIET
+        };
+        MODE.store(mode, Ordering::Release);
+    }
+}
+
+/// The input of a local run: `DST_INPUT`'s bytes, else `DST_SEED`, else a
+/// fresh seed printed to stderr.
+fn local_input() -> Vec<u8> {
+    if let Some(path) = std::env::var_os("DST_INPUT") {
+        match std::fs::read(&path) {
+            Ok(bytes) => return bytes,
+            Err(err) => {
+                eprintln!(
+                    "dst: cannot read DST_INPUT={}: {err}; running the nominal input instead",
+                    path.to_string_lossy()
+                );
+                return Vec::new();
+            }
+        }
+    }
+    if let Ok(text) = std::env::var("DST_SEED") {
+        match parse_seed(&text) {
+            Some(seed) => return seed.to_le_bytes().to_vec(),
+            None => eprintln!("dst: DST_SEED={text:?} is not a u64; choosing a fresh seed"),
+        }
+    }
+    let seed = fresh_seed();
+    eprintln!("dst: DST_SEED={seed} (set it to reproduce this run)");
+    seed.to_le_bytes().to_vec()
+}
+
+fn parse_seed(text: &str) -> Option<u64> {
+    let text = text.trim();
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// A nonzero seed from the OS-keyed std hasher and the clock: the one
+/// nondeterministic choice of local mode, printed so the run can be repeated.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(now.as_nanos());
+    }
+    h.write_u32(std::process::id());
+    h.finish().max(1)
+}
+
+impl Local {
+    fn write_line(&self, value: &serde_json::Value) {
+        if let Some(file) = &self.output {
+            let mut line = value.to_string();
+            line.push('\n');
+            let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
+
+fn local() -> Option<&'static Local> {
+    let local = LOCAL.get()?;
+    (REGION.load(Ordering::Acquire) == local.region.base()).then_some(local)
+}
+
+fn assertion_json(
+    site: &Site,
+    condition: bool,
+    hit: bool,
+    details: Option<&str>,
+) -> serde_json::Value {
+    let details = details
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .unwrap_or(serde_json::Value::Null);
+    serde_json::json!({
+        "type": "assertion",
+        "kind": site.kind.name(),
+        "message": site.message,
+        "location": {
+            "file": site.file,
+            "line": site.line,
+            "column": site.column,
+            "module": site.module,
+        },
+        "condition": condition,
+        "hit": hit,
+        "must_hit": site.kind.must_hit(),
+        "details": details,
+    })
+}
+
+/// Where a decision was taken.
+#[derive(Clone, Copy)]
+pub(crate) enum DecisionSite {
+    Caller(&'static std::panic::Location<'static>),
+    Fault(&'static Site),
+}
+
+impl DecisionSite {
+    fn id(self) -> u32 {
+        match self {
+            DecisionSite::Caller(loc) => {
+                crate::catalog::site_hash(loc.file(), loc.line(), loc.column())
+            }
+            DecisionSite::Fault(site) => site.id,
+        }
+    }
+}
+
+/// Takes one decision: fills `bytes` from the stream, records it, and returns
+/// `value_of(bytes)`.
+pub(crate) fn decide(
+    kind: decision::Kind,
+    site: DecisionSite,
+    bytes: &mut [u8],
+    value_of: impl FnOnce(&[u8]) -> u64,
+) -> u64 {
+    let region = region();
+    let header = region.header();
+    let mut inner = inner();
+    let run = header.run_id.load(Ordering::Acquire);
+    if inner.stream_run != run || inner.stream.is_none() {
+        inner.stream_run = run;
+        inner.stream = Some(Stream::new(decision::tail_seed(region.input())));
+    }
+    let stream = inner.stream.as_mut().expect("set above");
+    let offset = stream.cursor;
+    stream.read(region.input(), bytes);
+    header.cursor.store(stream.cursor, Ordering::Release);
+    let value = value_of(bytes);
+    let site_id = site.id();
+    let index = header.decisions.load(Ordering::Relaxed);
+    region.put_decision(
+        index,
+        DecisionRecord {
+            offset,
+            value,
+            site: site_id,
+            width: bytes.len() as u16,
+            kind: kind as u8,
+            _reserved: 0,
+        },
+    );
+    header.decisions.store(index + 1, Ordering::Release);
+    let hash = header.trace_hash.load(Ordering::Relaxed);
+    header.trace_hash.store(
+        region::trace_hash_step(hash, kind as u8, site_id, value),
+        Ordering::Release,
+    );
+    let local = local();
+    let want_site = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
+    if want_site || local.is_some_and(|l| l.trace) {
+        let (file, line, column, name) = match site {
+            DecisionSite::Caller(loc) => (loc.file(), loc.line(), loc.column(), None),
+            DecisionSite::Fault(s) => (s.file, s.line, s.column, Some(s.message)),
+        };
+        if want_site {
+            region.push_event(&Event::DecisionSite {
+                index,
+                file: file.to_string(),
+                line,
+                column,
+                name: name.map(str::to_string),
+            });
+        }
+        if let Some(local) = local.filter(|l| l.trace) {
+            local.write_line(&serde_json::json!({
+                "type": "decision",
+                "index": index,
+                "kind": kind.name(),
+                "site": site_id,
+                "value": value,
+                "offset": offset,
+                "width": bytes.len(),
+                "location": {"file": file, "line": line, "column": column},
+                "name": name,
+            }));
+        }
+    }
+    value
+}
+
+/// The assertion slow path: records one evaluation of `site`.
+///
+/// `score` is the guidance score (lower is closer to flipping the property's
+/// interesting outcome), NaN when the kind has none. `details` is evaluated at
+/// most once per site and polarity per run, and never under a lock.
+#[doc(hidden)]
+pub fn __assert(
+    site: &'static Site,
+    condition: bool,
+    score: f64,
+    details: impl FnOnce() -> Option<String>,
+) {
+    let region = region();
+    if MODE.load(Ordering::Relaxed) == QUIET && !site.kind.fails_on(condition) {
+        return;
+    }
+    let header = region.header();
+    let index = site.index();
+    let Some(state) = region.site(index) else {
+        header
+            .status
+            .fetch_or(STATUS_SITES_OVERFLOW, Ordering::Relaxed);
+        return;
+    };
+    state.evaluations.fetch_add(1, Ordering::Relaxed);
+    let polarity = if condition {
+        state.true_count.fetch_add(1, Ordering::Relaxed);
+        SITE_TRUE
+    } else {
+        SITE_FALSE
+    };
+    let previous = state.flags.fetch_or(SITE_HIT | polarity, Ordering::AcqRel);
+    if !score.is_nan() {
+        let mut best = state.guidance.load(Ordering::Relaxed);
+        while score < f64::from_bits(best) {
+            match state.guidance.compare_exchange_weak(
+                best,
+                score.to_bits(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => best = now,
+            }
+        }
+    }
+    let first = previous & polarity == 0;
+    let failed = site.kind.fails_on(condition);
+    if failed {
+        let _ = header.first_failure.compare_exchange(
+            0,
+            index as u64 + 1,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+    if !first {
+        return;
+    }
+    let details = details();
+    let local = local();
+    if failed && local.is_some() {
+        eprintln!(
+            "dst: assertion failed: {} \"{}\" at {}:{}:{}{}{}",
+            site.kind.name(),
+            site.message,
+            site.file,
+            site.line,
+            site.column,
+            if details.is_some() { " details=" } else { "" },
+            details.as_deref().unwrap_or(""),
+        );
+    }
+    {
+        let _inner = inner();
+        region.push_event(&Event::Assertion {
+            site: index as u32,
+            condition,
+            details: details.clone(),
+        });
+    }
+    if let Some(local) = local {
+        local.write_line(&assertion_json(site, condition, true, details.as_deref()));
+    }
+    if failed && ABORT_ON_FAILURE.load(Ordering::Relaxed) {
+        eprintln!("dst: DST_ABORT_ON_FAILURE is set: aborting");
+        std::process::abort();
+    }
+}
+
+/// Records a lifecycle event.
+pub(crate) fn event(name: &str, details: Option<String>) {
+    let region = region();
+    {
+        let _inner = inner();
+        region.push_event(&Event::Lifecycle {
+            name: name.to_string(),
+            details: details.clone(),
+        });
+    }
+    if let Some(local) = local() {
+        let details = details
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+            .unwrap_or(serde_json::Value::Null);
+        local.write_line(&serde_json::json!({
+            "type": "event",
+            "name": name,
+            "details": details,
+        }));
+    }
+}
+
+/// Serializes details to JSON text; a value that cannot be serialized is
+/// reported in place of the details rather than failing the program.
+#[doc(hidden)]
+pub fn __details<T: serde::Serialize + ?Sized>(details: &T) -> Option<String> {
+    Some(serde_json::to_string(details).unwrap_or_else(|err| {
+        serde_json::json!({ "dst_error": format!("details could not be serialized: {err}") })
+            .to_string()
+    }))
+}
+
+/// A fault point: one decision byte; records the outcome on the fault's site.
+#[doc(hidden)]
+pub fn __fault(site: &'static Site) -> bool {
+    let mut byte = [0u8; 1];
+    let fired = decide(
+        decision::Kind::Fault,
+        DecisionSite::Fault(site),
+        &mut byte,
+        |b| u64::from(b[0] >= decision::FAULT_THRESHOLD),
+    ) != 0;
+    if !__quiet() {
+        __assert(site, fired, f64::NAN, || None);
+    }
+    fired
+}
+
+/// Default details of a numeric assertion: its two sides.
+#[doc(hidden)]
+pub fn __cmp_details(left: f64, right: f64) -> Option<String> {
+    Some(serde_json::json!({ "left": left, "right": right }).to_string())
+}
