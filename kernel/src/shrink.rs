@@ -116,32 +116,52 @@ impl<R: Runner> Search<'_, R> {
         progress
     }
 
-    /// Lowers each nonzero byte to the smallest value that keeps the failure
-    /// (binary search, assuming smaller values fail from some point up).
+    /// Lowers each nonzero byte: first the smallest values in order (which
+    /// finds the least value of a modulo-encoded choice), then clearing its
+    /// bits from the highest, then a binary search.
     fn lower_bytes(&mut self) -> bool {
         let mut progress = false;
         let mut at = SEED_BYTES;
         while at < self.best.len() {
-            let (mut lo, mut hi) = (0u8, self.best[at]);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                let mut candidate = self.best.clone();
-                candidate[at] = mid;
-                if self.try_adopt(candidate) {
-                    progress = true;
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
-                if at >= self.best.len() {
+            let lower = |search: &mut Self, value: u8| {
+                let mut candidate = search.best.clone();
+                candidate[at] = value;
+                search.try_adopt(candidate)
+            };
+            let original = self.best[at];
+            for value in 0..original.min(SMALL_VALUES) {
+                if lower(self, value) {
                     break;
                 }
             }
+            for bit in (0..8).rev() {
+                match self.best.get(at) {
+                    Some(&b) if b & (1 << bit) != 0 => {
+                        lower(self, b & !(1 << bit));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(&b) = self.best.get(at) {
+                let (mut lo, mut hi) = (0u8, b);
+                while lo < hi && at < self.best.len() {
+                    let mid = lo + (hi - lo) / 2;
+                    if lower(self, mid) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+            }
+            progress |= self.best.get(at) != Some(&original);
             at += 1;
         }
         progress
     }
 }
+
+/// Values tried one by one before bisecting a byte.
+const SMALL_VALUES: u8 = 32;
 
 /// Shrinks `input`, which must fail with `signature`, within `budget` runs.
 /// Returns `None` if `input` does not reproduce the signature.

@@ -602,8 +602,8 @@ impl OwnedRegion {
 
     /// The raw bytes of the whole region (header included).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        let len = self.view.header().total_size as usize;
-        // SAFETY: `memory` holds at least `len` bytes; `&mut self` guarantees
+        let len = self.memory.len() * 8;
+        // SAFETY: `memory` holds exactly `len` bytes; `&mut self` guarantees
         // no other reference into it is used meanwhile.
         unsafe { std::slice::from_raw_parts_mut(self.memory.as_mut_ptr() as *mut u8, len) }
     }
