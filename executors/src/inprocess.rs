@@ -5,7 +5,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, Once};
 
 use dst::catalog::{CATALOG, SiteInfo};
-use dst::region::{Layout, OwnedRegion};
+use dst::region::{Layout, OwnedRegion, RegionRef};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
 use crate::Executor;
@@ -41,6 +41,11 @@ fn install_panic_hook() {
     });
 }
 
+/// Size of the region's coverage map in-process. Edge coverage of Rust
+/// targets comes from the binary's own sanitizer counters; the region's map
+/// holds decision coverage only, so it can be small (and cheap to reset).
+pub const DECISION_COVERAGE: usize = 4096;
+
 /// Runs a closure that uses the `dst` SDK, in this process.
 pub struct InProcess<F> {
     region: OwnedRegion,
@@ -55,6 +60,7 @@ impl<F: FnMut()> InProcess<F> {
             target,
             Layout {
                 sites_capacity: CATALOG.len().max(1),
+                coverage_size: DECISION_COVERAGE,
                 ..Layout::default()
             },
         )
@@ -70,8 +76,15 @@ impl<F: FnMut()> InProcess<F> {
     }
 }
 
-impl<F: FnMut()> Runner for InProcess<F> {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
+impl<F: FnMut()> InProcess<F> {
+    /// The region runs use; after a run it holds that run's outcome.
+    pub fn view(&self) -> RegionRef {
+        self.region.view()
+    }
+
+    /// Runs `input` and returns only the crash, if any: the explorer's fast
+    /// path, which reads the rest from [`InProcess::view`] as it needs it.
+    pub fn run_raw(&mut self, input: &[u8]) -> Option<Outcome> {
         let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
         let view = self.region.view();
         view.reset(input, self.flags);
@@ -84,7 +97,7 @@ impl<F: FnMut()> Runner for InProcess<F> {
         let result = catch_unwind(AssertUnwindSafe(&mut self.target));
         IN_RUN.with(|r| r.set(false));
         dst::detach();
-        let crash = result.err().map(|_| {
+        result.err().map(|_| {
             let (message, location) = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
                 .unwrap_or_else(|| ("panic".to_string(), None));
@@ -93,8 +106,14 @@ impl<F: FnMut()> Runner for InProcess<F> {
                 message,
                 location,
             }
-        });
-        RunRecord::read(view, crash, false)
+        })
+    }
+}
+
+impl<F: FnMut()> Runner for InProcess<F> {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        let crash = self.run_raw(input);
+        RunRecord::read(self.region.view(), crash, false)
     }
 }
 

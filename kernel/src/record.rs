@@ -114,6 +114,21 @@ impl RunRecord {
     /// executor's observation (a panic, a signal) and `timed_out` whether it
     /// cut the run short; an assertion failure is read from the region.
     pub fn read(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
+        RunRecord::read_with(region, crash, timed_out, true)
+    }
+
+    /// Like [`RunRecord::read`], without the decision trace, coverage and
+    /// events: what the explorer needs after every execution, cheaply.
+    pub fn summary(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
+        RunRecord::read_with(region, crash, timed_out, false)
+    }
+
+    fn read_with(
+        region: RegionRef,
+        crash: Option<Outcome>,
+        timed_out: bool,
+        full: bool,
+    ) -> RunRecord {
         let h = region.header();
         let order = std::sync::atomic::Ordering::Acquire;
         let mut sites = Vec::new();
@@ -137,7 +152,7 @@ impl RunRecord {
         let (map, len) = region.coverage_ptr();
         // SAFETY: `coverage_ptr` is the validated coverage section; the run is
         // over, so nothing writes to it while we read.
-        let map = unsafe { std::slice::from_raw_parts(map, len) };
+        let map = unsafe { std::slice::from_raw_parts(map, if full { len } else { 0 }) };
         let coverage = map
             .iter()
             .enumerate()
@@ -162,11 +177,15 @@ impl RunRecord {
             outcome,
             consumed: h.cursor.load(order),
             decision_count: h.decisions.load(order),
-            decisions: region.decisions().to_vec(),
+            decisions: if full {
+                region.decisions().to_vec()
+            } else {
+                Vec::new()
+            },
             trace_hash: h.trace_hash.load(order),
             sites,
             coverage,
-            events: region.events(),
+            events: if full { region.events() } else { Vec::new() },
             status: h.status.load(order),
         }
     }

@@ -458,6 +458,30 @@ impl RegionRef {
         }
     }
 
+    /// Counts decision (site, value) in the coverage map, so that a new
+    /// value at a decision site is new coverage ("decision coverage"). Small
+    /// values count exactly; larger ones by magnitude (bit length).
+    #[inline]
+    pub fn count_decision(&self, site: u32, value: u64) {
+        let size = self.header.coverage_size;
+        if size == 0 {
+            return;
+        }
+        let bucket = if value < 16 {
+            value
+        } else {
+            16 + u64::from(64 - value.leading_zeros())
+        };
+        let slot = (u64::from(site) ^ bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % size;
+        // SAFETY: `slot < coverage_size`, inside the validated coverage section.
+        unsafe {
+            let counter = self
+                .base
+                .add(self.header.coverage_offset as usize + slot as usize);
+            counter.write(counter.read().wrapping_add(1));
+        }
+    }
+
     /// The decision records written in this run (at most the capacity).
     pub fn decisions(&self) -> &[DecisionRecord] {
         let n = self

@@ -298,6 +298,7 @@ pub(crate) fn decide(
         },
     );
     header.decisions.store(index + 1, Ordering::Release);
+    region.count_decision(site_id, value);
     let hash = header.trace_hash.load(Ordering::Relaxed);
     header.trace_hash.store(
         region::trace_hash_step(hash, kind as u8, site_id, value),

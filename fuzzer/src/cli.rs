@@ -1,0 +1,351 @@
+//! The command line of a target binary: `fuzz`, `replay`, `minimize`,
+//! `report`, `catalog`. `cargo dst-fuzz` builds the target and calls these;
+//! they also work on the binary directly.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use dst_executors::{Executor, InProcess};
+use dst_kernel::{Campaign, Determinism, check_determinism, shrink};
+use serde_json::json;
+
+use crate::explore::{Options, explore};
+use crate::findings::{self, describe, explain, traced_run};
+use crate::store::{self, StoreError};
+use crate::{coverage, exit, report};
+
+#[derive(Parser)]
+#[command(about = "A dst target: explore it, replay, minimize and report its runs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Explore the target: search for runs that break its properties.
+    Fuzz(FuzzArgs),
+    /// Run one input and explain it: outcome, then every decision in order.
+    Replay {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shrink a failing input to a shortlex-minimal one with the same failure.
+    Minimize {
+        file: PathBuf,
+        /// Where to write the result (default: FILE.min).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runs the shrinker may spend.
+        #[arg(long, default_value_t = 20_000)]
+        budget: u64,
+    },
+    /// Print the property table of the campaign.
+    Report {
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        campaign: Option<PathBuf>,
+    },
+    /// List every assertion and fault site of the binary.
+    Catalog {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct FuzzArgs {
+    /// Stop after this many executions.
+    #[arg(long)]
+    runs: Option<u64>,
+    /// Stop after this long (e.g. 30s, 5m, 1h).
+    #[arg(long, value_parser = parse_duration)]
+    time: Option<Duration>,
+    /// Seed of the explorer's randomness (the default is fixed, so runs repeat).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Per-run time limit in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    #[arg(long)]
+    findings: Option<PathBuf>,
+    #[arg(long)]
+    campaign: Option<PathBuf>,
+    /// End with one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// No status lines.
+    #[arg(long)]
+    quiet: bool,
+    /// Runs the shrinker may spend per finding.
+    #[arg(long, default_value_t = 20_000)]
+    shrink_budget: u64,
+    /// Stop at the first finding (as libFuzzer does), instead of exploring on.
+    #[arg(long)]
+    stop_on_finding: bool,
+}
+
+/// Parses `500ms`, `30s`, `5m`, `2h`, or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, "s"), |i| text.split_at(i));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 30s, 5m or 1h"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
+            ));
+        }
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+fn target_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().to_string()))
+        .unwrap_or_else(|| "target".to_string())
+}
+
+fn default_campaign(name: &str) -> PathBuf {
+    Path::new("fuzz")
+        .join("campaigns")
+        .join(format!("{name}.json"))
+}
+
+/// Runs the command line; returns the exit status.
+pub fn run<F: FnMut() + 'static>(target: F) -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+        }
+    };
+    let name = target_name();
+    let result = match cli.command {
+        Command::Fuzz(args) => fuzz(target, &name, args),
+        Command::Replay { file, json } => replay(target, &file, json),
+        Command::Minimize { file, out, budget } => minimize(target, &file, out, budget),
+        Command::Report { json, campaign } => {
+            report_command(&campaign.unwrap_or_else(|| default_campaign(&name)), json)
+        }
+        Command::Catalog { json } => {
+            catalog(json);
+            Ok(exit::OK)
+        }
+    };
+    result.unwrap_or_else(|err| {
+        eprintln!("dst-fuzz: {err}");
+        err.exit_code()
+    })
+}
+
+fn fuzz<F: FnMut() + 'static>(target: F, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
+    let options = Options {
+        name: name.to_string(),
+        runs: args.runs,
+        time: args.time,
+        seed: args.seed,
+        corpus_dir: args
+            .corpus
+            .unwrap_or_else(|| Path::new("fuzz").join("corpus").join(name)),
+        findings_dir: args
+            .findings
+            .unwrap_or_else(|| Path::new("fuzz").join("findings").join(name)),
+        campaign_file: args.campaign.unwrap_or_else(|| default_campaign(name)),
+        timeout: Duration::from_millis(args.timeout_ms),
+        status: !args.quiet,
+        shrink_budget: args.shrink_budget,
+        stop_on_finding: args.stop_on_finding,
+    };
+    if options.runs.is_none() && options.time.is_none() {
+        eprintln!("dst-fuzz: no --runs or --time given: exploring until interrupted");
+    }
+    if !coverage::instrumented() && !args.quiet {
+        eprintln!(
+            "dst-fuzz: this binary has no edge coverage (build it with `cargo dst-fuzz run`); guided by decisions and properties only"
+        );
+    }
+    let summary = explore(target, &options)?;
+    let all_findings = store::known_findings(&options.findings_dir)?;
+    let rate = summary.executions as f64 / summary.seconds.max(1e-9);
+    if !args.quiet {
+        eprintln!(
+            "dst-fuzz: {} executions in {:.1}s ({rate:.0}/s), corpus {}, edges {}, {} new finding(s), {} in {}",
+            summary.executions,
+            summary.seconds,
+            summary.corpus,
+            summary.edges,
+            summary.findings.len(),
+            all_findings.len(),
+            options.findings_dir.display()
+        );
+        eprint!("{}", report::text(&summary.campaign));
+    }
+    if args.json {
+        let out = json!({
+            "target": name,
+            "executions": summary.executions,
+            "seconds": summary.seconds,
+            "exec_per_sec": rate,
+            "corpus": summary.corpus,
+            "edges": summary.edges,
+            "findings": summary.findings,
+            "findings_dir": options.findings_dir,
+            "properties": report::json(&summary.campaign),
+        });
+        println!("{out}");
+    }
+    Ok(if all_findings.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDING
+    })
+}
+
+fn replay<F: FnMut()>(target: F, file: &Path, as_json: bool) -> Result<i32, StoreError> {
+    let input = store::read_input(file)?;
+    let mut exec = InProcess::new(target);
+    let catalog = exec.catalog();
+    let (_, verdict) = check_determinism(&mut exec, &input, 3);
+    let record = traced_run(&mut exec, &input);
+    let decisions = explain(&record);
+    let description = describe(&record, &catalog);
+    if as_json {
+        println!(
+            "{}",
+            json!({
+                "outcome": description,
+                "signature": record.signature(),
+                "determinism": verdict,
+                "decision_count": record.decision_count,
+                "consumed": record.consumed,
+                "decisions": decisions,
+            })
+        );
+    } else {
+        println!(
+            "outcome: {}",
+            match record.signature() {
+                Some(signature) => signature.to_string(),
+                None => "pass".to_string(),
+            }
+        );
+        if let Some(location) = description["location"].as_str() {
+            println!("at: {location}");
+        }
+        if !description["details"].is_null() {
+            println!("details: {}", description["details"]);
+        }
+        match &verdict {
+            Determinism::Stable { runs } => println!("replayed {runs} times: identical"),
+            Determinism::Diverged { divergence, .. } => println!(
+                "NOT deterministic: {}",
+                divergence
+                    .as_ref()
+                    .map_or("the outcome changed".to_string(), |d| d.to_string())
+            ),
+        }
+        println!(
+            "decisions ({} taken, {} stream bytes):",
+            record.decision_count, record.consumed
+        );
+        for line in &decisions {
+            println!("  {line}");
+        }
+    }
+    Ok(if record.signature().is_some() {
+        exit::FINDING
+    } else {
+        exit::OK
+    })
+}
+
+fn minimize<F: FnMut()>(
+    target: F,
+    file: &Path,
+    out: Option<PathBuf>,
+    budget: u64,
+) -> Result<i32, StoreError> {
+    let input = store::read_input(file)?;
+    let mut exec = InProcess::new(target);
+    let Some(signature) = dst_kernel::Runner::run(&mut exec, &input).signature() else {
+        println!("{} passes: nothing to minimize", file.display());
+        return Ok(exit::OK);
+    };
+    let shrunk = shrink(&mut exec, &input, &signature, budget)
+        .expect("a failing input reproduces its own signature");
+    let out = out.unwrap_or_else(|| {
+        let mut name = file.as_os_str().to_owned();
+        name.push(".min");
+        PathBuf::from(name)
+    });
+    store::write(&out, &shrunk.input)?;
+    println!(
+        "{signature}: {} bytes -> {} bytes in {} runs, written to {}",
+        input.len(),
+        shrunk.input.len(),
+        shrunk.runs,
+        out.display()
+    );
+    Ok(exit::FINDING)
+}
+
+fn report_command(campaign_file: &Path, as_json: bool) -> Result<i32, StoreError> {
+    let campaign = store::load_campaign(campaign_file)?
+        .unwrap_or_else(|| Campaign::new(dst::catalog::sites()));
+    if as_json {
+        println!(
+            "{}",
+            json!({ "executions": campaign.executions, "properties": report::json(&campaign) })
+        );
+    } else {
+        print!("{}", report::text(&campaign));
+    }
+    let failing = campaign
+        .properties
+        .values()
+        .any(|p| p.is_must_hold() && p.status() == dst_kernel::Status::Failing);
+    Ok(if failing { exit::FINDING } else { exit::OK })
+}
+
+fn catalog(as_json: bool) {
+    let sites = dst::catalog::sites();
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string(&sites).expect("sites serialize")
+        );
+    } else {
+        for site in sites {
+            println!(
+                "{:<34} \"{}\" at {}",
+                site.kind.name(),
+                site.message,
+                site.location
+            );
+        }
+    }
+}
+
+#[doc(hidden)]
+pub use findings::FindingSummary;

@@ -1,0 +1,20 @@
+//! Exit statuses of `cargo dst-fuzz` and of target binaries, one per cause.
+
+/// Nothing failed.
+pub const OK: i32 = 0;
+/// A must-hold property failed, or the target crashed or timed out.
+pub const FINDING: i32 = 1;
+/// The command line was wrong.
+pub const USAGE: i32 = 2;
+/// No target of that name.
+pub const UNKNOWN_TARGET: i32 = 3;
+/// An input, corpus or campaign file is unreadable or corrupt.
+pub const BAD_INPUT: i32 = 4;
+/// An output folder or file cannot be written.
+pub const UNWRITABLE: i32 = 5;
+/// The target binary died before the explorer started (a panic in setup).
+pub const SETUP_FAILED: i32 = 6;
+/// The target did not build.
+pub const BUILD_FAILED: i32 = 7;
+/// An internal error of the explorer.
+pub const INTERNAL: i32 = 70;

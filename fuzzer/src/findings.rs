@@ -1,0 +1,282 @@
+//! Turning a failing input into a finding: replayed several times (a flaky
+//! one is marked so, with its first divergent decision), shrunk,
+//! prefix-bisected, explained, and written to `findings/NAME/<signature>/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use dst::catalog::SiteInfo;
+use dst::region::{Event, FLAG_TRACE_SITES};
+use dst_executors::Executor;
+use dst_kernel::{
+    Determinism, Outcome, RunRecord, Signature, bisect_prefix, check_determinism, shrink,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::store::{self, StoreError};
+
+/// Replays before a finding is reported.
+pub const REPLAYS: u32 = 5;
+
+/// When a finding was found.
+#[derive(Debug, Clone, Copy)]
+pub struct Found {
+    pub executions: u64,
+    pub seconds: f64,
+}
+
+/// A reported finding, for summaries.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingSummary {
+    pub signature: Signature,
+    pub path: PathBuf,
+    pub executions: u64,
+    pub seconds: f64,
+    pub input_len: usize,
+    pub shrunk_len: usize,
+    pub flaky: bool,
+}
+
+/// A folder name for a signature: readable, and unique by a hash.
+pub fn slug(signature: &Signature) -> String {
+    let text = match signature {
+        Signature::Property { message } => format!("property-{message}"),
+        Signature::Crash { cause, at } => format!("{cause}-{at}"),
+        Signature::Timeout => "timeout".to_string(),
+    };
+    let mut name: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while name.contains("--") {
+        name = name.replace("--", "-");
+    }
+    name.truncate(60);
+    let key = serde_json::to_vec(signature).unwrap_or_default();
+    format!(
+        "{}-{:08x}",
+        name.trim_matches('-'),
+        store::fnv64(&key) as u32
+    )
+}
+
+/// One decision of a run, explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionLine {
+    pub index: u64,
+    pub kind: String,
+    pub value: u64,
+    pub offset: u64,
+    pub width: u16,
+    pub location: Option<String>,
+    /// The fault's name, for `fault!` decisions.
+    pub fault: Option<String>,
+}
+
+impl std::fmt::Display for DecisionLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self.location.as_deref().unwrap_or("?");
+        match &self.fault {
+            Some(name) if self.value != 0 => {
+                write!(f, "#{:<4} fault  \"{name}\" FIRED at {at}", self.index)
+            }
+            Some(name) => write!(f, "#{:<4} fault  \"{name}\" not fired at {at}", self.index),
+            None => write!(
+                f,
+                "#{:<4} {:<6} = {} at {at}",
+                self.index, self.kind, self.value
+            ),
+        }
+    }
+}
+
+/// The decisions of a run recorded with `FLAG_TRACE_SITES`, with locations.
+pub fn explain(record: &RunRecord) -> Vec<DecisionLine> {
+    let mut sites = std::collections::BTreeMap::new();
+    for event in &record.events {
+        if let Event::DecisionSite {
+            index,
+            file,
+            line,
+            column,
+            name,
+        } = event
+        {
+            sites.insert(*index, (format!("{file}:{line}:{column}"), name.clone()));
+        }
+    }
+    record
+        .decisions
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (location, fault) = sites
+                .get(&(i as u64))
+                .cloned()
+                .map_or((None, None), |(l, n)| (Some(l), n));
+            DecisionLine {
+                index: i as u64,
+                kind: dst::decision::Kind::from_u8(d.kind)
+                    .map_or("?", |k| k.name())
+                    .to_string(),
+                value: d.value,
+                offset: d.offset,
+                width: d.width,
+                location,
+                fault,
+            }
+        })
+        .collect()
+}
+
+/// Runs `input` with decision sites traced.
+pub fn traced_run(runner: &mut impl Executor, input: &[u8]) -> RunRecord {
+    runner.set_flags(FLAG_TRACE_SITES);
+    let record = runner.run(input);
+    runner.set_flags(0);
+    record
+}
+
+/// The finding's description: kind, property, message, details, location.
+pub fn describe(record: &RunRecord, catalog: &[SiteInfo]) -> Value {
+    match &record.outcome {
+        Outcome::AssertionFailure { site, message } => {
+            let info = catalog.get(*site as usize);
+            let details = record.events.iter().find_map(|e| match e {
+                Event::Assertion {
+                    site: s,
+                    condition: false,
+                    details,
+                } if s == site => details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str::<Value>(d).ok()),
+                _ => None,
+            });
+            json!({
+                "kind": "assertion_failure",
+                "property": info.map(|i| i.kind.name()),
+                "message": message,
+                "condition": info.map(|i| i.condition.clone()),
+                "details": details,
+                "location": info.map(|i| i.location.to_string()),
+            })
+        }
+        Outcome::Crash {
+            cause,
+            message,
+            location,
+        } => json!({
+            "kind": "crash",
+            "property": Value::Null,
+            "message": format!("{cause}: {message}"),
+            "details": Value::Null,
+            "location": location,
+        }),
+        Outcome::Timeout => json!({
+            "kind": "timeout",
+            "property": Value::Null,
+            "message": "the run exceeded its time limit",
+            "details": Value::Null,
+            "location": Value::Null,
+        }),
+        Outcome::Pass => json!({ "kind": "pass" }),
+    }
+}
+
+/// Processes one failing input into a finding folder. Returns `None` when
+/// the input passes on replay or its signature already has a finding.
+#[allow(clippy::too_many_arguments)]
+pub fn process(
+    runner: &mut impl Executor,
+    catalog: &[SiteInfo],
+    input: &[u8],
+    found: Found,
+    dir: &Path,
+    known: &mut BTreeSet<String>,
+    shrink_budget: u64,
+) -> Result<Option<FindingSummary>, StoreError> {
+    let (first, verdict) = check_determinism(runner, input, REPLAYS);
+    let Some(signature) = first.signature() else {
+        eprintln!("dst-fuzz: a failing input passed on replay; ignoring it (flaky target?)");
+        return Ok(None);
+    };
+    let name = slug(&signature);
+    if known.contains(&name) {
+        return Ok(None);
+    }
+    let flaky = !matches!(verdict, Determinism::Stable { .. });
+    let (shrunk, shrink_runs) = if flaky {
+        (input.to_vec(), 0)
+    } else {
+        shrink(runner, input, &signature, shrink_budget)
+            .map_or((input.to_vec(), 0), |s| (s.input, s.runs))
+    };
+    let prefix = if flaky {
+        None
+    } else {
+        bisect_prefix(runner, input, &signature)
+    };
+    let record = traced_run(runner, &shrunk);
+    let decisions = explain(&record);
+    let faults_fired: Vec<&str> = decisions
+        .iter()
+        .filter(|d| d.value != 0)
+        .filter_map(|d| d.fault.as_deref())
+        .collect();
+    let mut description = describe(&record, catalog);
+    let extra = json!({
+        "signature": signature,
+        "flaky": flaky,
+        "determinism": verdict,
+        "found_at": { "executions": found.executions, "seconds": found.seconds },
+        "input": {
+            "original_len": input.len(),
+            "shrunk_len": shrunk.len(),
+            "prefix_len": prefix.as_ref().map(|(p, _)| p.len()),
+        },
+        "shrink_runs": shrink_runs,
+        "decision_count": record.decision_count,
+        "faults_fired": faults_fired,
+        "decisions": decisions,
+    });
+    if let (Value::Object(d), Value::Object(e)) = (&mut description, extra) {
+        d.extend(e);
+    }
+
+    // Write into a temporary folder, then rename it into place.
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|source| StoreError::Unwritable {
+        path: tmp.clone(),
+        source,
+    })?;
+    store::write(&tmp.join("input"), &shrunk)?;
+    store::write(&tmp.join("original"), input)?;
+    if let Some((prefix, _)) = &prefix {
+        store::write(&tmp.join("prefix"), prefix)?;
+    }
+    let text = serde_json::to_vec_pretty(&description).expect("JSON values serialize");
+    store::write(&tmp.join("finding.json"), &text)?;
+    let path = dir.join(&name);
+    std::fs::rename(&tmp, &path).map_err(|source| StoreError::Unwritable {
+        path: path.clone(),
+        source,
+    })?;
+    known.insert(name);
+    Ok(Some(FindingSummary {
+        signature,
+        path,
+        executions: found.executions,
+        seconds: found.seconds,
+        input_len: input.len(),
+        shrunk_len: shrunk.len(),
+        flaky,
+    }))
+}

@@ -1,0 +1,200 @@
+//! Mutators that know decisions, beside LibAFL's havoc.
+//!
+//! Each reads the [`DecisionSpans`] of the input being mutated (recorded when
+//! it entered the corpus) and edits whole decisions:
+//! - [`ChangeDecision`]: give one decision another value (a fault fires or
+//!   stops firing, a boolean flips, a choice changes);
+//! - [`ZeroDecisions`]: make a run of consecutive decisions nominal (drop the
+//!   faults in a window);
+//! - [`SpliceDecisions`]: this input's decisions up to a boundary, then
+//!   another corpus entry's decisions from one of its boundaries.
+//!
+//! A decision that came from the input's random tail is first written out
+//! explicitly (the input is materialized up to it), so the edit sticks.
+
+use std::borrow::Cow;
+use std::num::NonZeroUsize;
+
+use dst::decision::{self, Kind, SEED_BYTES};
+use libafl::corpus::{Corpus, CorpusId};
+use libafl::inputs::BytesInput;
+use libafl::mutators::{MutationResult, Mutator};
+use libafl::state::{HasCorpus, HasCurrentTestcase, HasRand};
+use libafl::{Error, HasMetadata};
+use libafl_bolts::Named;
+use libafl_bolts::rands::Rand;
+
+use crate::feedback::DecisionSpans;
+
+fn spans_of<S: HasCurrentTestcase<BytesInput>>(state: &S) -> Option<Vec<(u32, u16, u8)>> {
+    let testcase = state.current_testcase().ok()?;
+    let spans = testcase.metadata::<DecisionSpans>().ok()?;
+    (!spans.spans.is_empty()).then(|| spans.spans.clone())
+}
+
+fn pick(rand: &mut impl Rand, n: usize) -> usize {
+    NonZeroUsize::new(n).map_or(0, |n| rand.below(n))
+}
+
+/// Makes sure the input holds stream bytes `..end` explicitly.
+fn ensure_explicit(bytes: &mut Vec<u8>, end: usize) {
+    let have = bytes.len().saturating_sub(SEED_BYTES);
+    if have >= end {
+        return;
+    }
+    if decision::tail_seed(bytes) == 0 {
+        bytes.resize(SEED_BYTES + end, 0);
+    } else {
+        *bytes = decision::materialize(bytes, end as u64);
+    }
+}
+
+/// Changes one decision's value.
+#[derive(Debug, Default)]
+pub struct ChangeDecision;
+
+impl Named for ChangeDecision {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("ChangeDecision");
+        &NAME
+    }
+}
+
+impl<S> Mutator<BytesInput, S> for ChangeDecision
+where
+    S: HasRand + HasCurrentTestcase<BytesInput>,
+{
+    fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
+        let Some(spans) = spans_of(state) else {
+            return Ok(MutationResult::Skipped);
+        };
+        let rand = state.rand_mut();
+        let (offset, width, kind) = spans[pick(rand, spans.len())];
+        let (offset, width) = (offset as usize, width as usize);
+        if width == 0 {
+            return Ok(MutationResult::Skipped);
+        }
+        let bytes = input.as_mut();
+        ensure_explicit(bytes, offset + width);
+        let at = SEED_BYTES + offset;
+        let slot = &mut bytes[at..at + width];
+        match Kind::from_u8(kind) {
+            Some(Kind::Fault) => {
+                slot[0] = if slot[0] >= decision::FAULT_THRESHOLD {
+                    0
+                } else {
+                    0xFF
+                }
+            }
+            Some(Kind::Bool) => slot[0] ^= 1,
+            _ => {
+                for b in slot.iter_mut() {
+                    *b = rand.next() as u8;
+                }
+                // Small values are the interesting ones for choices.
+                if rand.coinflip(0.5) {
+                    slot.fill(0);
+                    slot[width - 1] = rand.below(NonZeroUsize::new(8).unwrap()) as u8;
+                }
+            }
+        }
+        Ok(MutationResult::Mutated)
+    }
+
+    fn post_exec(&mut self, _state: &mut S, _id: Option<CorpusId>) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Zeroes a window of consecutive decisions.
+#[derive(Debug, Default)]
+pub struct ZeroDecisions;
+
+impl Named for ZeroDecisions {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("ZeroDecisions");
+        &NAME
+    }
+}
+
+impl<S> Mutator<BytesInput, S> for ZeroDecisions
+where
+    S: HasRand + HasCurrentTestcase<BytesInput>,
+{
+    fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
+        let Some(spans) = spans_of(state) else {
+            return Ok(MutationResult::Skipped);
+        };
+        let rand = state.rand_mut();
+        let first = pick(rand, spans.len());
+        let count = 1 + pick(rand, (spans.len() - first).min(16));
+        let (start, _, _) = spans[first];
+        let (last_offset, last_width, _) = spans[first + count - 1];
+        let end = last_offset as usize + last_width as usize;
+        let bytes = input.as_mut();
+        ensure_explicit(bytes, end);
+        bytes[SEED_BYTES + start as usize..SEED_BYTES + end].fill(0);
+        Ok(MutationResult::Mutated)
+    }
+
+    fn post_exec(&mut self, _state: &mut S, _id: Option<CorpusId>) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Splices two inputs at decision boundaries.
+#[derive(Debug, Default)]
+pub struct SpliceDecisions;
+
+impl Named for SpliceDecisions {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("SpliceDecisions");
+        &NAME
+    }
+}
+
+impl<S> Mutator<BytesInput, S> for SpliceDecisions
+where
+    S: HasRand + HasCurrentTestcase<BytesInput> + HasCorpus<BytesInput>,
+{
+    fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
+        let Some(spans) = spans_of(state) else {
+            return Ok(MutationResult::Skipped);
+        };
+        let count = state.corpus().count();
+        if count < 2 {
+            return Ok(MutationResult::Skipped);
+        }
+        let nth = pick(state.rand_mut(), count);
+        let id = state.corpus().nth(nth);
+        let (other_bytes, other_spans) = {
+            let mut other = state.corpus().get(id)?.borrow_mut();
+            let spans = other
+                .metadata::<DecisionSpans>()
+                .map(|s| s.spans.clone())
+                .unwrap_or_default();
+            let bytes = other.load_input(state.corpus())?.as_ref().clone();
+            (bytes, spans)
+        };
+        if other_spans.is_empty() {
+            return Ok(MutationResult::Skipped);
+        }
+        let rand = state.rand_mut();
+        let (cut, _, _) = spans[pick(rand, spans.len())];
+        let (from, _, _) = other_spans[pick(rand, other_spans.len())];
+        let mut other_full = other_bytes;
+        let other_end = other_spans
+            .last()
+            .map_or(0, |&(o, w, _)| o as usize + w as usize);
+        ensure_explicit(&mut other_full, other_end);
+        let bytes = input.as_mut();
+        ensure_explicit(bytes, cut as usize);
+        bytes.truncate(SEED_BYTES + cut as usize);
+        bytes.extend_from_slice(&other_full[SEED_BYTES + from as usize..]);
+        Ok(MutationResult::Mutated)
+    }
+
+    fn post_exec(&mut self, _state: &mut S, _id: Option<CorpusId>) -> Result<(), Error> {
+        Ok(())
+    }
+}

@@ -1,0 +1,183 @@
+//! The campaign on disk: corpus files, the campaign file, finding folders.
+//! Every write is atomic (a temporary file, then a rename), so `kill -9`
+//! loses nothing and running again resumes.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use dst_kernel::Campaign;
+use dst_kernel::campaign::CampaignError;
+use libafl::corpus::Corpus;
+use libafl::inputs::BytesInput;
+use libafl::state::HasCorpus;
+
+use crate::exit;
+
+/// A problem with the files of a campaign.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot write to {path}: {source}")]
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}: {source}")]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Campaign(#[from] CampaignError),
+    #[error("{path} is not a valid input: {why}")]
+    BadInput { path: PathBuf, why: String },
+    #[error("explorer error: {0}")]
+    Libafl(String),
+}
+
+impl StoreError {
+    pub fn libafl(err: libafl::Error) -> StoreError {
+        StoreError::Libafl(err.to_string())
+    }
+
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            StoreError::Unwritable { .. } => exit::UNWRITABLE,
+            StoreError::Unreadable { .. } | StoreError::BadInput { .. } => exit::BAD_INPUT,
+            StoreError::Campaign(CampaignError::Write { .. }) => exit::UNWRITABLE,
+            StoreError::Campaign(_) => exit::BAD_INPUT,
+            StoreError::Libafl(_) => exit::INTERNAL,
+        }
+    }
+}
+
+/// FNV-1a, 64 bits: stable names for corpus files.
+pub fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Creates `dir` if needed and checks that files can be written in it.
+pub fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
+    let unwritable = |source| StoreError::Unwritable {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(unwritable)?;
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(unwritable)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Reads every input file in `dir` (missing folder: none), in name order.
+/// Hidden and temporary files are skipped.
+pub fn load_corpus(dir: &Path) -> Result<Vec<Vec<u8>>, StoreError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(StoreError::Unreadable {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    paths.sort();
+    let mut inputs = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            return Err(StoreError::BadInput {
+                path,
+                why: "a folder inside the corpus folder".into(),
+            });
+        }
+        let bytes = std::fs::read(&path).map_err(|source| StoreError::Unreadable {
+            path: path.clone(),
+            source,
+        })?;
+        inputs.push(bytes);
+    }
+    Ok(inputs)
+}
+
+/// Writes corpus entries `from..` of the state's corpus; returns the count saved.
+pub fn save_corpus<S: HasCorpus<BytesInput>>(
+    state: &S,
+    from: usize,
+    dir: &Path,
+) -> Result<usize, StoreError> {
+    let count = state.corpus().count();
+    for n in from..count {
+        let id = state.corpus().nth(n);
+        let input = state
+            .corpus()
+            .cloned_input_for_id(id)
+            .map_err(StoreError::libafl)?;
+        let bytes = input.as_ref();
+        let path = dir.join(format!("{:016x}", fnv64(bytes)));
+        if !path.exists() {
+            write(&path, bytes)?;
+        }
+    }
+    Ok(count)
+}
+
+/// Writes a file atomically.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    dst_kernel::write_atomic(path, bytes).map_err(|source| StoreError::Unwritable {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Loads the saved campaign, if there is one.
+pub fn load_campaign(path: &Path) -> Result<Option<Campaign>, StoreError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Campaign::load(path)?))
+}
+
+pub fn save_campaign(campaign: &Campaign, path: &Path) -> Result<(), StoreError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| StoreError::Unwritable {
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(campaign.save(path)?)
+}
+
+/// Names of the finding folders already in `dir`.
+pub fn known_findings(dir: &Path) -> Result<BTreeSet<String>, StoreError> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| !n.starts_with('.'))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
+        Err(source) => Err(StoreError::Unreadable {
+            path: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Reads an input file given on the command line.
+pub fn read_input(path: &Path) -> Result<Vec<u8>, StoreError> {
+    std::fs::read(path).map_err(|source| StoreError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })
+}
