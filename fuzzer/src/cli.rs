@@ -10,7 +10,7 @@ use dst_executors::{Executor, InProcess};
 use dst_kernel::{Campaign, Determinism, check_determinism, shrink};
 use serde_json::json;
 
-use crate::explore::{Options, explore};
+use crate::explore::{Options, explore, explore_parallel};
 use crate::findings::{self, describe, explain, traced_run};
 use crate::store::{self, StoreError};
 use crate::{coverage, exit, report};
@@ -88,6 +88,10 @@ struct FuzzArgs {
     /// Stop at the first finding (as libFuzzer does), instead of exploring on.
     #[arg(long)]
     stop_on_finding: bool,
+    /// Clients exploring in parallel (LibAFL's launcher and LLMP; at most
+    /// one per core). With more than one, each client's budget is --runs.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
 }
 
 /// Parses `500ms`, `30s`, `5m`, `2h`, or plain seconds.
@@ -185,7 +189,11 @@ fn fuzz<F: FnMut() + 'static>(target: F, name: &str, args: FuzzArgs) -> Result<i
             "dst-fuzz: this binary has no edge coverage (build it with `cargo dst-fuzz run`); guided by decisions and properties only"
         );
     }
-    let summary = explore(target, &options)?;
+    let summary = if args.jobs > 1 {
+        explore_parallel(target, &options, args.jobs)?
+    } else {
+        explore(target, &options)?
+    };
     let all_findings = store::known_findings(&options.findings_dir)?;
     let rate = summary.executions as f64 / summary.seconds.max(1e-9);
     if !args.quiet {

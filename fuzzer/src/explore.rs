@@ -9,7 +9,8 @@
 //! corpus and the campaign, and prints a status line each second.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,10 @@ use dst_executors::{Executor as _, InProcess};
 use dst_kernel::Campaign;
 use libafl::HasMetadata;
 use libafl::corpus::{Corpus, InMemoryCorpus};
-use libafl::events::SimpleEventManager;
+use libafl::events::{
+    AwaitRestartSafe, Event, EventFirer, EventReceiver, EventRestarter, EventWithStats,
+    HasEventManagerId, ProgressReporter, SendExiting, SimpleEventManager,
+};
 use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
 use libafl::feedback_or;
 use libafl::feedbacks::MaxMapFeedback;
@@ -75,13 +79,14 @@ pub struct Summary {
     pub campaign: Campaign,
 }
 
-/// Runs a campaign on `target` until the budget in `options` is spent.
-pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Summary, StoreError> {
-    let started = Instant::now();
-    let exec = Rc::new(RefCell::new(InProcess::new(target)));
-    let catalog = exec.borrow().catalog();
-    feedback::set_region(exec.borrow().view());
+/// The LibAFL state of one client.
+pub type State =
+    StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
+/// Runs a campaign on `target` until the budget in `options` is spent, in
+/// this process (one client, no restarts).
+pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Summary, StoreError> {
+    let catalog = dst::catalog::sites();
     let campaign = match store::load_campaign(&options.campaign_file)? {
         Some(saved) if saved.catalog == catalog => saved,
         Some(_) => {
@@ -89,14 +94,44 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
                 "dst-fuzz: the target's properties changed since {} was saved; starting a new campaign",
                 options.campaign_file.display()
             );
-            Campaign::new(catalog.clone())
+            Campaign::new(catalog)
         }
-        None => Campaign::new(catalog.clone()),
+        None => Campaign::new(catalog),
     };
+    let mgr = SimpleEventManager::new(NopMonitor::new());
+    client(target, options, None, mgr, campaign, &options.campaign_file)
+}
+
+/// One client's campaign: build the fuzzer around `target`, seed it, fuzz
+/// until the budget is spent, and save corpus, findings and campaign (to
+/// `campaign_file`) along the way. `restored` is the state a restarting
+/// event manager hands back after a crash of this client.
+pub fn client<F, EM>(
+    target: F,
+    options: &Options,
+    restored: Option<State>,
+    mut mgr: EM,
+    campaign: Campaign,
+    campaign_file: &Path,
+) -> Result<Summary, StoreError>
+where
+    F: FnMut() + 'static,
+    EM: EventFirer<BytesInput, State>
+        + EventRestarter<State>
+        + EventReceiver<BytesInput, State>
+        + ProgressReporter<State>
+        + SendExiting
+        + AwaitRestartSafe
+        + HasEventManagerId,
+{
+    let started = Instant::now();
+    let exec = Rc::new(RefCell::new(InProcess::new(target)));
+    let catalog = exec.borrow().catalog();
+    feedback::set_region(exec.borrow().view());
     let executions_before = campaign.executions;
-    let mut known_findings = store::known_findings(&options.findings_dir)?;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;
+    let mut known_findings = store::known_findings(&options.findings_dir)?;
 
     let (edges_ptr, edges_len) = coverage::edges();
     // SAFETY: the counters live in the binary's static memory (or a static
@@ -119,16 +154,21 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
         SpansFeedback
     );
     let mut objective = FindingObjective::new(&properties);
-    let mut state = StdState::new(
-        StdRand::with_seed(options.seed),
-        InMemoryCorpus::<BytesInput>::new(),
-        InMemoryCorpus::new(),
-        &mut feedback,
-        &mut objective,
-    )
-    .map_err(StoreError::libafl)?;
-    state.set_max_size(1 << 16);
-    let mut mgr = SimpleEventManager::new(NopMonitor::new());
+    let mut state = match restored {
+        Some(state) => state,
+        None => {
+            let mut state = StdState::new(
+                StdRand::with_seed(options.seed),
+                InMemoryCorpus::<BytesInput>::new(),
+                InMemoryCorpus::new(),
+                &mut feedback,
+                &mut objective,
+            )
+            .map_err(StoreError::libafl)?;
+            state.set_max_size(1 << 16);
+            state
+        }
+    };
     let mut fuzzer = StdFuzzer::new(QueueScheduler::new(), feedback, objective);
 
     let harness_exec = exec.clone();
@@ -152,34 +192,36 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
         .build()
         .map_err(StoreError::libafl)?;
 
-    // Seeds: the saved corpus, the nominal run, and a few random tails.
-    let mut seeds = store::load_corpus(&options.corpus_dir)?;
-    seeds.push(Vec::new());
-    seeds.extend((1..=8u64).map(|i| {
-        (options.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i)
-            .max(1)
-            .to_le_bytes()
-            .to_vec()
-    }));
-    for seed in &seeds {
-        fuzzer
-            .evaluate_input(
-                &mut state,
-                &mut executor,
-                &mut mgr,
-                &BytesInput::new(seed.clone()),
-            )
-            .map_err(StoreError::libafl)?;
-    }
     if state.corpus().count() == 0 {
-        fuzzer
-            .add_input(
-                &mut state,
-                &mut executor,
-                &mut mgr,
-                BytesInput::new(Vec::new()),
-            )
-            .map_err(StoreError::libafl)?;
+        // Seeds: the saved corpus, the nominal run, and a few random tails.
+        let mut seeds = store::load_corpus(&options.corpus_dir)?;
+        seeds.push(Vec::new());
+        seeds.extend((1..=8u64).map(|i| {
+            (options.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i)
+                .max(1)
+                .to_le_bytes()
+                .to_vec()
+        }));
+        for seed in &seeds {
+            fuzzer
+                .evaluate_input(
+                    &mut state,
+                    &mut executor,
+                    &mut mgr,
+                    &BytesInput::new(seed.clone()),
+                )
+                .map_err(StoreError::libafl)?;
+        }
+        if state.corpus().count() == 0 {
+            fuzzer
+                .add_input(
+                    &mut state,
+                    &mut executor,
+                    &mut mgr,
+                    BytesInput::new(Vec::new()),
+                )
+                .map_err(StoreError::libafl)?;
+        }
     }
 
     let mut stages = tuple_list!(
@@ -194,7 +236,7 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
     let mut saved_corpus = 0usize;
     let mut processed_solutions = 0usize;
     let mut last_status = Instant::now();
-    let mut last_status_execs = 0u64;
+    let mut last_status_execs = *state.executions();
     let mut findings = Vec::new();
     loop {
         let executions = *state.executions();
@@ -242,15 +284,35 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
             }
         }
 
+        mgr.maybe_report_progress(&mut state, Duration::from_secs(1))
+            .map_err(StoreError::libafl)?;
         if last_status.elapsed() >= Duration::from_secs(1) {
             let executions = *state.executions();
             saved_corpus = store::save_corpus(&state, saved_corpus, &options.corpus_dir)?;
+            known_findings = store::known_findings(&options.findings_dir)?;
             let campaign = &state
                 .metadata::<CampaignMeta>()
                 .map_err(StoreError::libafl)?
                 .campaign;
-            store::save_campaign(campaign, &options.campaign_file)?;
+            store::save_campaign(campaign, campaign_file)?;
+            let edges = coverage::covered(&state);
+            let stats = crate::monitor::user_stats(campaign, edges, known_findings.len());
+            mgr.fire(
+                &mut state,
+                EventWithStats::with_current_time(
+                    Event::UpdateUserStatsMap {
+                        stats,
+                        phantom: PhantomData,
+                    },
+                    executions,
+                ),
+            )
+            .map_err(StoreError::libafl)?;
             if options.status {
+                let campaign = &state
+                    .metadata::<CampaignMeta>()
+                    .map_err(StoreError::libafl)?
+                    .campaign;
                 let rate =
                     (executions - last_status_execs) as f64 / last_status.elapsed().as_secs_f64();
                 eprintln!(
@@ -259,7 +321,7 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
                         executions_before + executions,
                         rate,
                         state.corpus().count(),
-                        coverage::covered(&state),
+                        edges,
                         campaign,
                         known_findings.len()
                     )
@@ -275,15 +337,17 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
         .map_err(StoreError::libafl)?
         .campaign
         .clone();
-    store::save_campaign(&campaign, &options.campaign_file)?;
-    Ok(Summary {
+    store::save_campaign(&campaign, campaign_file)?;
+    let summary = Summary {
         executions: *state.executions(),
         seconds: started.elapsed().as_secs_f64(),
         corpus: state.corpus().count(),
         edges: coverage::covered(&state),
         findings,
         campaign,
-    })
+    };
+    mgr.send_exiting().map_err(StoreError::libafl)?;
+    Ok(summary)
 }
 
 /// The once-a-second status line.
@@ -299,4 +363,150 @@ pub fn status_line(
     format!(
         "#{executions} exec/s {rate:.0} corpus {corpus} edges {edges} properties {passing} passing, {failing} failing, {unfound} unfound findings {findings}"
     )
+}
+
+/// The campaign file of client `id` in a parallel campaign.
+fn part_path(campaign_file: &Path, id: usize) -> PathBuf {
+    let mut name = campaign_file.as_os_str().to_owned();
+    name.push(format!(".client{id}"));
+    PathBuf::from(name)
+}
+
+/// Folds the client parts left beside `campaign_file` into it (and removes
+/// them); returns the merged campaign.
+fn merge_parts(
+    campaign_file: &Path,
+    catalog: &[dst::catalog::SiteInfo],
+) -> Result<Campaign, StoreError> {
+    let mut campaign = match store::load_campaign(campaign_file)? {
+        Some(saved) if saved.catalog == catalog => saved,
+        _ => Campaign::new(catalog.to_vec()),
+    };
+    let dir = campaign_file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let prefix = format!(
+        "{}.client",
+        campaign_file
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default()
+    );
+    let mut parts = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.filter_map(|e| e.ok()) {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                parts.push(entry.path());
+            }
+        }
+    }
+    parts.sort();
+    for part in &parts {
+        if let Some(other) = store::load_campaign(part)?
+            && other.catalog == catalog
+        {
+            campaign.merge(&other);
+        }
+    }
+    store::save_campaign(&campaign, campaign_file)?;
+    for part in parts {
+        let _ = std::fs::remove_file(part);
+    }
+    Ok(campaign)
+}
+
+/// A free TCP port on loopback for the LLMP broker.
+fn free_port() -> Result<u16, StoreError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| StoreError::Libafl(format!("no free port for the broker: {e}")))
+}
+
+/// Runs a campaign with `jobs` clients through LibAFL's launcher: one
+/// broker (this process, which prints the status) and one forked, restarting
+/// client per job, sharing new inputs over LLMP. Each client saves its own
+/// part of the campaign; the parts are merged at the end.
+pub fn explore_parallel<F: FnMut() + 'static>(
+    target: F,
+    options: &Options,
+    jobs: usize,
+) -> Result<Summary, StoreError> {
+    use libafl::events::{ClientDescription, EventConfig, launcher::Launcher};
+    use libafl_bolts::core_affinity::{Cores, get_core_ids};
+    use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+    use std::sync::{Arc, Mutex};
+
+    let started = Instant::now();
+    let catalog = dst::catalog::sites();
+    let executions_before = merge_parts(&options.campaign_file, &catalog)?.executions;
+    store::ensure_dir(&options.corpus_dir)?;
+    store::ensure_dir(&options.findings_dir)?;
+    let findings_before = store::known_findings(&options.findings_dir)?;
+    let available = get_core_ids().map_or(1, |ids| ids.len()).max(1);
+    let clients = jobs.clamp(1, available);
+    if clients < jobs {
+        eprintln!(
+            "dst-fuzz: --jobs {jobs} exceeds the {available} cores; running {clients} clients"
+        );
+    }
+    let cores = Cores::from((0..clients).collect::<Vec<usize>>());
+    let totals = Arc::new(Mutex::new(crate::monitor::Totals::default()));
+    let monitor = crate::monitor::StatusMonitor::new(options.status, totals.clone());
+    let port = free_port()?;
+    let main_pid = std::process::id();
+    let shmem = StdShMemProvider::new().map_err(StoreError::libafl)?;
+    let client_options = options.clone();
+    let run_client = move |state: Option<State>, mgr, description: ClientDescription| {
+        let mut options = client_options;
+        // The broker prints the status of all clients.
+        options.status = false;
+        options.seed = options
+            .seed
+            .wrapping_add((description.id() as u64).wrapping_mul(0x9E37_79B9));
+        let part = part_path(&options.campaign_file, description.id());
+        let campaign = Campaign::new(catalog);
+        client(target, &options, state, mgr, campaign, &part)
+            .map(|_| ())
+            .map_err(|e| libafl::Error::unknown(e.to_string()))
+    };
+    let result = Launcher::builder()
+        .shmem_provider(shmem)
+        .configuration(EventConfig::AlwaysUnique)
+        .monitor(monitor)
+        .run_client(run_client)
+        .cores(&cores)
+        .broker_port(port)
+        .build()
+        .launch::<BytesInput, State>();
+    if std::process::id() != main_pid {
+        // A client or its restarter: its work is saved; leave quietly.
+        let code = match &result {
+            Ok(()) | Err(libafl::Error::ShuttingDown) => 0,
+            Err(e) => {
+                eprintln!("dst-fuzz: client error: {e}");
+                crate::exit::INTERNAL
+            }
+        };
+        std::process::exit(code);
+    }
+    match result {
+        Ok(()) | Err(libafl::Error::ShuttingDown) => {}
+        Err(e) => return Err(StoreError::libafl(e)),
+    }
+    let campaign = merge_parts(&options.campaign_file, &dst::catalog::sites())?;
+    let totals = *totals.lock().unwrap_or_else(|p| p.into_inner());
+    let findings = store::known_findings(&options.findings_dir)?
+        .difference(&findings_before)
+        .filter_map(|name| findings::read_summary(&options.findings_dir.join(name)))
+        .collect();
+    Ok(Summary {
+        executions: campaign.executions - executions_before,
+        seconds: started.elapsed().as_secs_f64(),
+        corpus: store::load_corpus(&options.corpus_dir)?.len(),
+        edges: totals.edges as usize,
+        findings,
+        campaign,
+    })
 }

@@ -265,10 +265,15 @@ pub fn process(
     let text = serde_json::to_vec_pretty(&description).expect("JSON values serialize");
     store::write(&tmp.join("finding.json"), &text)?;
     let path = dir.join(&name);
-    std::fs::rename(&tmp, &path).map_err(|source| StoreError::Unwritable {
-        path: path.clone(),
-        source,
-    })?;
+    if let Err(source) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        if path.exists() {
+            // Another client reported this signature first.
+            known.insert(name);
+            return Ok(None);
+        }
+        return Err(StoreError::Unwritable { path, source });
+    }
     known.insert(name);
     Ok(Some(FindingSummary {
         signature,
@@ -279,4 +284,20 @@ pub fn process(
         shrunk_len: shrunk.len(),
         flaky,
     }))
+}
+
+/// The summary of a finding folder written by [`process`] (for campaigns
+/// whose findings were made by other processes).
+pub fn read_summary(path: &Path) -> Option<FindingSummary> {
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(path.join("finding.json")).ok()?).ok()?;
+    Some(FindingSummary {
+        signature: serde_json::from_value(record["signature"].clone()).ok()?,
+        path: path.to_path_buf(),
+        executions: record["found_at"]["executions"].as_u64()?,
+        seconds: record["found_at"]["seconds"].as_f64()?,
+        input_len: record["input"]["original_len"].as_u64()? as usize,
+        shrunk_len: record["input"]["shrunk_len"].as_u64()? as usize,
+        flaky: record["flaky"].as_bool()?,
+    })
 }

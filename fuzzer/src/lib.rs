@@ -23,6 +23,7 @@ pub mod exit;
 pub mod explore;
 pub mod feedback;
 pub mod findings;
+pub mod monitor;
 pub mod mutators;
 pub mod report;
 pub mod store;

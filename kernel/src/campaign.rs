@@ -242,6 +242,40 @@ impl Campaign {
         novelty
     }
 
+    /// Adds what `other` (a campaign over the same catalog, e.g. another
+    /// client's) learned: counts add up, the best guidance wins, first
+    /// examples are kept where this campaign has none, corpora and coverage
+    /// are united.
+    pub fn merge(&mut self, other: &Campaign) {
+        self.executions += other.executions;
+        for (message, theirs) in &other.properties {
+            let Some(ours) = self.properties.get_mut(message) else {
+                continue;
+            };
+            ours.hit_runs += theirs.hit_runs;
+            ours.example_runs += theirs.example_runs;
+            ours.counterexample_runs += theirs.counterexample_runs;
+            ours.evaluations += theirs.evaluations;
+            ours.best_guidance = match (ours.best_guidance, theirs.best_guidance) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if ours.first_example.is_none() {
+                ours.first_example.clone_from(&theirs.first_example);
+            }
+            if ours.first_counterexample.is_none() {
+                ours.first_counterexample
+                    .clone_from(&theirs.first_counterexample);
+            }
+        }
+        for input in &other.corpus {
+            if !self.corpus.contains(input) {
+                self.corpus.push(input.clone());
+            }
+        }
+        self.edges.extend(other.edges.iter().copied());
+    }
+
     /// Properties that are failing or unfound.
     pub fn failing(&self) -> impl Iterator<Item = &Property> {
         self.properties

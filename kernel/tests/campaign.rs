@@ -100,3 +100,21 @@ fn a_campaign_saves_and_resumes() {
     let missing = Campaign::load(&dir.join("missing.json")).unwrap_err();
     assert!(matches!(missing, CampaignError::Read { .. }));
 }
+
+#[test]
+fn campaigns_merge() {
+    let mut exec = InProcess::new(target);
+    let mut a = Campaign::new(exec.catalog());
+    let mut b = Campaign::new(exec.catalog());
+    a.observe(&input(0), &exec.run(&input(0)));
+    b.observe(&input(2), &exec.run(&input(2)));
+    b.observe(&input(3), &exec.run(&input(3)));
+    a.merge(&b);
+    assert_eq!(a.executions, 3);
+    let never3 = &a.properties["x is never 3"];
+    assert_eq!(never3.hit_runs, 3);
+    assert_eq!(never3.status(), Status::Failing);
+    assert_eq!(never3.first_counterexample.as_deref(), Some(&input(3)[..]));
+    assert_eq!(a.properties["x is sometimes 2"].status(), Status::Passing);
+    assert_eq!(a.properties["x exceeds 10"].best_guidance, Some(7.0));
+}

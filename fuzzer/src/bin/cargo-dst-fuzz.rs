@@ -1,1 +1,554 @@
-fn main() {}
+//! `cargo dst-fuzz`: builds dst targets with edge coverage on the user's
+//! crates and runs their explorer. Thin on purpose: the target binaries carry
+//! the explorer (`dst_fuzz::target!`); this finds, builds and calls them.
+//!
+//! It is also its own `RUSTC_WRAPPER` during builds: with
+//! `DST_FUZZ_RUSTC_WRAPPER=1` it adds sanitizer-coverage flags to the crates
+//! that are the user's (path crates other than dst's own) and compiles
+//! everything else (registry crates, dst, LibAFL, build scripts, proc macros)
+//! unchanged.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::{Args, Parser, Subcommand};
+use dst_fuzz::exit;
+
+/// Flags that give a crate LLVM's inline 8-bit edge counters.
+const SANCOV_FLAGS: &[&str] = &[
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=3",
+    "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+];
+
+/// dst's own crates, never instrumented.
+const DST_CRATES: &[&str] = &[
+    "dst",
+    "dst_kernel",
+    "dst_executors",
+    "dst_fuzz",
+    "dst_c",
+    "dst_oracles",
+];
+
+#[derive(Parser)]
+#[command(
+    name = "cargo dst-fuzz",
+    bin_name = "cargo dst-fuzz",
+    about = "Explore dst targets: find, shrink and replay runs that break their properties"
+)]
+struct Cli {
+    /// The fuzz crate's folder (holding its Cargo.toml).
+    #[arg(long, global = true, default_value = "fuzz")]
+    fuzz_dir: PathBuf,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create a fuzz/ folder with one example target in the crate here.
+    Init {
+        /// The crate's folder.
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
+    /// List the targets.
+    List,
+    /// Build a target with edge coverage.
+    Build { name: String },
+    /// Explore a target: build it with coverage, then search for runs that break its properties.
+    Run {
+        name: String,
+        /// Clients exploring in parallel (LibAFL launcher and LLMP).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        #[command(flatten)]
+        pass: Passthrough,
+    },
+    /// Reproduce and explain a run.
+    Replay {
+        name: String,
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shrink a failing input.
+    Minimize {
+        name: String,
+        file: PathBuf,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Print the property table.
+    Report {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every assertion and fault site of a target.
+    Catalog {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct Passthrough {
+    #[arg(long)]
+    runs: Option<u64>,
+    #[arg(long)]
+    time: Option<String>,
+    #[arg(long)]
+    seed: Option<u64>,
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    #[arg(long)]
+    json: bool,
+    #[arg(long)]
+    quiet: bool,
+    #[arg(long)]
+    stop_on_finding: bool,
+}
+
+fn main() {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    if std::env::var_os("DST_FUZZ_RUSTC_WRAPPER").is_some() && args.len() >= 2 {
+        wrap_rustc(&args[1..]);
+    }
+    // `cargo dst-fuzz ...` runs `cargo-dst-fuzz dst-fuzz ...`.
+    if args.get(1).is_some_and(|a| a == "dst-fuzz") {
+        args.remove(1);
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            std::process::exit(if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err((code, message)) => {
+            eprintln!("cargo dst-fuzz: {message}");
+            code
+        }
+    };
+    std::process::exit(code);
+}
+
+type Failure = (i32, String);
+
+fn run(cli: Cli) -> Result<i32, Failure> {
+    let fuzz = FuzzCrate {
+        dir: cli.fuzz_dir.clone(),
+    };
+    match cli.command {
+        Cmd::Init { path } => init(&path),
+        Cmd::List => {
+            for name in fuzz.targets()? {
+                println!("{name}");
+            }
+            Ok(exit::OK)
+        }
+        Cmd::Build { name } => fuzz.build(&name).map(|_| exit::OK),
+        Cmd::Run { name, jobs, pass } => {
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["fuzz".into()];
+            args.extend(fuzz.paths(&name));
+            if jobs != 1 {
+                args.extend(["--jobs".into(), jobs.to_string().into()]);
+            }
+            for (flag, value) in [
+                ("--runs", pass.runs.map(|v| v.to_string())),
+                ("--time", pass.time.clone()),
+                ("--seed", pass.seed.map(|v| v.to_string())),
+                ("--timeout-ms", pass.timeout_ms.map(|v| v.to_string())),
+            ] {
+                if let Some(value) = value {
+                    args.extend([flag.into(), value.into()]);
+                }
+            }
+            for (flag, on) in [
+                ("--json", pass.json),
+                ("--quiet", pass.quiet),
+                ("--stop-on-finding", pass.stop_on_finding),
+            ] {
+                if on {
+                    args.push(flag.into());
+                }
+            }
+            call(&name, &binary, &args)
+        }
+        Cmd::Replay { name, file, json } => {
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["replay".into(), file.into()];
+            if json {
+                args.push("--json".into());
+            }
+            call(&name, &binary, &args)
+        }
+        Cmd::Minimize { name, file, out } => {
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["minimize".into(), file.into()];
+            if let Some(out) = out {
+                args.extend(["--out".into(), out.into()]);
+            }
+            call(&name, &binary, &args)
+        }
+        Cmd::Report { name, json } => {
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["report".into(), "--campaign".into()];
+            args.push(fuzz.campaign(&name).into());
+            if json {
+                args.push("--json".into());
+            }
+            call(&name, &binary, &args)
+        }
+        Cmd::Catalog { name, json } => {
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["catalog".into()];
+            if json {
+                args.push("--json".into());
+            }
+            call(&name, &binary, &args)
+        }
+    }
+}
+
+/// Runs a target binary and passes its exit status on; a status the
+/// explorer never uses means the target died before the explorer ran.
+fn call(name: &str, binary: &Path, args: &[OsString]) -> Result<i32, Failure> {
+    let status = Command::new(binary)
+        .args(args)
+        .env_remove("DST_FUZZ_RUSTC_WRAPPER")
+        .status()
+        .map_err(|e| {
+            (
+                exit::INTERNAL,
+                format!("cannot run {}: {e}", binary.display()),
+            )
+        })?;
+    match status.code() {
+        Some(code)
+            if [
+                exit::OK,
+                exit::FINDING,
+                exit::USAGE,
+                exit::BAD_INPUT,
+                exit::UNWRITABLE,
+                exit::INTERNAL,
+            ]
+            .contains(&code) =>
+        {
+            Ok(code)
+        }
+        other => Err((
+            exit::SETUP_FAILED,
+            format!(
+                "target {name} died before the explorer finished ({}): does it panic or crash while setting up, outside the fuzzed closure?",
+                other.map_or_else(
+                    || {
+                        use std::os::unix::process::ExitStatusExt;
+                        format!("signal {}", status.signal().unwrap_or(0))
+                    },
+                    |c| format!("exit status {c}")
+                )
+            ),
+        )),
+    }
+}
+
+struct FuzzCrate {
+    dir: PathBuf,
+}
+
+impl FuzzCrate {
+    fn manifest(&self) -> PathBuf {
+        self.dir.join("Cargo.toml")
+    }
+
+    fn metadata(&self) -> Result<serde_json::Value, Failure> {
+        let manifest = self.manifest();
+        if !manifest.exists() {
+            return Err((
+                exit::UNKNOWN_TARGET,
+                format!(
+                    "no fuzz crate at {} (create one with `cargo dst-fuzz init`, or pass --fuzz-dir)",
+                    manifest.display()
+                ),
+            ));
+        }
+        metadata(&manifest)
+    }
+
+    /// The binary targets of the fuzz crate.
+    fn targets(&self) -> Result<Vec<String>, Failure> {
+        let metadata = self.metadata()?;
+        let package = package_of(&metadata, &self.manifest())?;
+        let mut names = Vec::new();
+        for target in package["targets"].as_array().into_iter().flatten() {
+            let is_bin = target["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "bin"));
+            if is_bin && let Some(name) = target["name"].as_str() {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+    /// Builds target `name` with coverage; returns the binary's path.
+    fn build(&self, name: &str) -> Result<PathBuf, Failure> {
+        let targets = self.targets()?;
+        if !targets.iter().any(|t| t == name) {
+            return Err((
+                exit::UNKNOWN_TARGET,
+                format!(
+                    "no target {name:?} in {} (targets: {})",
+                    self.manifest().display(),
+                    if targets.is_empty() {
+                        "none".to_string()
+                    } else {
+                        targets.join(", ")
+                    }
+                ),
+            ));
+        }
+        let metadata = self.metadata()?;
+        let target_dir = PathBuf::from(metadata["target_directory"].as_str().ok_or((
+            exit::INTERNAL,
+            "cargo metadata has no target_directory".into(),
+        ))?)
+        .join("dst-fuzz");
+        let me = std::env::current_exe()
+            .map_err(|e| (exit::INTERNAL, format!("cannot find this executable: {e}")))?;
+        let status = Command::new(cargo())
+            .args(["build", "--release", "--manifest-path"])
+            .arg(self.manifest())
+            .args(["--bin", name])
+            .env("RUSTC_WRAPPER", &me)
+            .env("DST_FUZZ_RUSTC_WRAPPER", "1")
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .status()
+            .map_err(|e| (exit::INTERNAL, format!("cannot run cargo build: {e}")))?;
+        if !status.success() {
+            return Err((exit::BUILD_FAILED, format!("target {name} did not build")));
+        }
+        Ok(target_dir.join("release").join(name))
+    }
+
+    fn campaign(&self, name: &str) -> PathBuf {
+        self.dir.join("campaigns").join(format!("{name}.json"))
+    }
+
+    /// The corpus, findings and campaign paths of target `name`.
+    fn paths(&self, name: &str) -> Vec<OsString> {
+        vec![
+            "--corpus".into(),
+            self.dir.join("corpus").join(name).into(),
+            "--findings".into(),
+            self.dir.join("findings").join(name).into(),
+            "--campaign".into(),
+            self.campaign(name).into(),
+        ]
+    }
+}
+
+fn metadata(manifest: &Path) -> Result<serde_json::Value, Failure> {
+    let output = Command::new(cargo())
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(manifest)
+        .output()
+        .map_err(|e| (exit::INTERNAL, format!("cannot run cargo metadata: {e}")))?;
+    if !output.status.success() {
+        return Err((
+            exit::BUILD_FAILED,
+            format!(
+                "cargo metadata failed for {}: {}",
+                manifest.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| {
+        (
+            exit::INTERNAL,
+            format!("cargo metadata printed no JSON: {e}"),
+        )
+    })
+}
+
+/// The package of `metadata` whose manifest is `manifest`.
+fn package_of<'a>(
+    metadata: &'a serde_json::Value,
+    manifest: &Path,
+) -> Result<&'a serde_json::Value, Failure> {
+    let manifest = manifest
+        .canonicalize()
+        .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", manifest.display())))?;
+    metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path()))
+        .ok_or((
+            exit::BAD_INPUT,
+            format!("{} is a workspace without a package", manifest.display()),
+        ))
+}
+
+fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// The rustc wrapper: compiles one crate, instrumented if it is the user's.
+fn wrap_rustc(args: &[OsString]) -> ! {
+    let rustc = &args[0];
+    let rest = &args[1..];
+    let text: Vec<String> = rest
+        .iter()
+        .map(|a| a.to_string_lossy().to_string())
+        .collect();
+    let crate_name = text
+        .iter()
+        .position(|a| a == "--crate-name")
+        .and_then(|i| text.get(i + 1));
+    let proc_macro = text
+        .windows(2)
+        .any(|w| w[0] == "--crate-type" && w[1] == "proc-macro");
+    let source = text.iter().find(|a| a.ends_with(".rs"));
+    let from_registry = source.is_some_and(|s| {
+        s.contains("/.cargo/registry/")
+            || s.contains("/.cargo/git/")
+            || s.contains("/registry/src/")
+    });
+    let instrument = match crate_name {
+        Some(name) => {
+            !name.starts_with("build_script")
+                && !proc_macro
+                && !from_registry
+                && !DST_CRATES.contains(&name.as_str())
+        }
+        None => false,
+    };
+    let mut cmd = Command::new(rustc);
+    cmd.args(rest);
+    if instrument {
+        cmd.args(SANCOV_FLAGS);
+    }
+    let code = match cmd.status() {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!(
+                "cargo dst-fuzz: cannot run {}: {e}",
+                rustc.to_string_lossy()
+            );
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Creates `fuzz/` in the crate at `path`, with one example target.
+fn init(path: &Path) -> Result<i32, Failure> {
+    let manifest = path.join("Cargo.toml");
+    if !manifest.exists() {
+        return Err((
+            exit::BAD_INPUT,
+            format!("no crate at {}: Cargo.toml is missing", path.display()),
+        ));
+    }
+    let metadata = metadata(&manifest)?;
+    let name = package_of(&metadata, &manifest)?["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let fuzz = path.join("fuzz");
+    if fuzz.join("Cargo.toml").exists() {
+        return Err((
+            exit::UNWRITABLE,
+            format!(
+                "{} already exists; not touching it",
+                fuzz.join("Cargo.toml").display()
+            ),
+        ));
+    }
+    let dst_root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("dst-fuzz lives in the dst repository")
+        .to_path_buf();
+    let cargo_toml = format!(
+        r#"[package]
+name = "{name}-fuzz"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+{name} = {{ path = ".." }}
+dst = {{ path = "{sdk}" }}
+dst-fuzz = {{ path = "{fuzzer}" }}
+
+[[bin]]
+name = "example"
+path = "fuzz_targets/example.rs"
+test = false
+doc = false
+
+# The fuzz crate is its own workspace, as with cargo-fuzz.
+[workspace]
+"#,
+        sdk = dst_root.join("sdk").display(),
+        fuzzer = dst_root.join("fuzzer").display(),
+    );
+    let target = r#"//! An example dst target. Replace the body with a test of your crate: take
+//! every random choice through `dst::random`, inject faults with `dst::fault!`,
+//! and state what must hold with `dst::assert_*!`.
+
+dst_fuzz::target!(|| {
+    let capacity = 1 + dst::random::below(8);
+    let mut stored = Vec::new();
+    for _ in 0..16 {
+        if dst::fault!("the write is lost") {
+            continue;
+        }
+        if stored.len() < capacity as usize {
+            stored.push(dst::random::u64());
+        }
+    }
+    dst::assert_sometimes!(stored.len() as u64 == capacity, "the store fills up");
+    dst::assert_always!(stored.len() as u64 <= capacity, "the store respects its capacity");
+});
+"#;
+    let write = |p: PathBuf, contents: &str| {
+        std::fs::create_dir_all(p.parent().expect("a file in a folder"))
+            .and_then(|_| std::fs::write(&p, contents))
+            .map_err(|e| {
+                (
+                    exit::UNWRITABLE,
+                    format!("cannot write {}: {e}", p.display()),
+                )
+            })
+    };
+    write(fuzz.join("Cargo.toml"), &cargo_toml)?;
+    write(fuzz.join("fuzz_targets").join("example.rs"), target)?;
+    write(fuzz.join(".gitignore"), "target\ncorpus\ncampaigns\n")?;
+    println!(
+        "created {} with target `example`; run it with `cargo dst-fuzz run example`",
+        fuzz.display()
+    );
+    Ok(exit::OK)
+}

@@ -1,0 +1,156 @@
+//! Campaign files on disk: `--jobs 2`, resuming after `kill -9`, and clear
+//! errors with distinct exit statuses for bad files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const BANK: &str = env!("CARGO_BIN_EXE_bank");
+
+fn temp(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dst-bank-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fuzz_args(dir: &Path) -> Vec<String> {
+    [
+        "--corpus",
+        "corpus",
+        "--findings",
+        "findings",
+        "--campaign",
+        "campaign.json",
+    ]
+    .iter()
+    .map(|s| {
+        if s.starts_with("--") {
+            s.to_string()
+        } else {
+            dir.join(s).display().to_string()
+        }
+    })
+    .collect()
+}
+
+fn bank(args: &[&str], dir: &Path) -> Output {
+    Command::new(BANK)
+        .args(args)
+        .args(fuzz_args(dir))
+        .output()
+        .unwrap()
+}
+
+fn campaign_executions(dir: &Path) -> u64 {
+    let text = std::fs::read(dir.join("campaign.json")).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    value["executions"].as_u64().unwrap()
+}
+
+#[test]
+fn two_jobs_share_one_campaign() {
+    let dir = temp("jobs");
+    let output = bank(
+        &[
+            "fuzz", "--jobs", "2", "--runs", "30000", "--seed", "5", "--json", "--quiet",
+        ],
+        &dir,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr: {stderr}"));
+    let clients = if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        2
+    } else {
+        1
+    };
+    // Each client runs its own budget; the merged campaign counts them all.
+    let executions = summary["executions"].as_u64().unwrap();
+    assert!(executions >= 30_000 * clients, "{executions} executions");
+    assert_eq!(campaign_executions(&dir), executions);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".client"))
+        .collect();
+    assert!(leftovers.is_empty(), "client parts are merged and removed");
+    assert_eq!(output.status.code(), Some(1), "the bug is found: {stderr}");
+    assert_eq!(summary["findings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_killed_campaign_resumes() {
+    let dir = temp("kill");
+    let mut child = Command::new(BANK)
+        .args(["fuzz", "--time", "60s", "--seed", "9", "--quiet"])
+        .args(fuzz_args(&dir))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Long enough for a few saves (once a second).
+    std::thread::sleep(Duration::from_millis(3500));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let saved = campaign_executions(&dir);
+    assert!(saved > 0, "the campaign was saved before the kill");
+    let corpus: Vec<PathBuf> = std::fs::read_dir(dir.join("corpus"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!corpus.is_empty());
+    assert!(
+        corpus
+            .iter()
+            .all(|p| !p.to_string_lossy().ends_with(".tmp")),
+        "no torn temporary files are left as corpus entries"
+    );
+
+    let again = bank(&["fuzz", "--runs", "2000", "--quiet", "--json"], &dir);
+    let summary: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let this_run = summary["executions"].as_u64().unwrap();
+    assert_eq!(
+        campaign_executions(&dir),
+        saved + this_run,
+        "the campaign goes on from where it was"
+    );
+    assert!(summary["corpus"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_files_are_clear_errors() {
+    let dir = temp("bad");
+    std::fs::write(dir.join("campaign.json"), b"{\"version\": 1, \"executi").unwrap();
+    let corrupt = bank(&["fuzz", "--runs", "10"], &dir);
+    assert_eq!(corrupt.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&corrupt.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert!(last.contains("campaign.json is corrupt"), "{stderr}");
+
+    let dir = temp("unwritable");
+    std::fs::write(dir.join("findings"), b"a file where a folder should be").unwrap();
+    let unwritable = bank(&["fuzz", "--runs", "10"], &dir);
+    assert_eq!(unwritable.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&unwritable.stderr).contains("cannot write to"));
+
+    let dir = temp("corpus");
+    std::fs::create_dir_all(dir.join("corpus/nested")).unwrap();
+    let nested = bank(&["fuzz", "--runs", "10"], &dir);
+    assert_eq!(nested.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&nested.stderr).contains("not a valid input"));
+
+    let missing = Command::new(BANK)
+        .args(["replay", "/no/such/finding"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /no/such/finding"));
+
+    let usage = Command::new(BANK)
+        .args(["fuzz", "--runs", "many"])
+        .output()
+        .unwrap();
+    assert_eq!(usage.status.code(), Some(2));
+}

@@ -1,0 +1,123 @@
+//! `cargo dst-fuzz` end to end: init a fuzz folder in a fresh crate, build
+//! its target with edge coverage, explore it; and the driver's errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn driver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .arg("dst-fuzz")
+        .args(args)
+        .current_dir(dir)
+        // Share built dependencies between runs of this test.
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/driver-test"),
+        )
+        .output()
+        .expect("run cargo-dst-fuzz")
+}
+
+fn fresh_crate(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("dst-driver-{}", std::process::id()));
+    let dir = root.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[workspace]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub fn answer() -> u64 { 42 }\n").unwrap();
+    dir
+}
+
+fn one_line(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let last = stderr.lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("cargo dst-fuzz: "), "{stderr}");
+    last
+}
+
+#[test]
+fn init_builds_with_coverage_and_explores() {
+    let dir = fresh_crate("tiny_store");
+    let init = driver(&dir, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert!(dir.join("fuzz/fuzz_targets/example.rs").exists());
+
+    let again = driver(&dir, &["init"]);
+    assert_eq!(again.status.code(), Some(5), "init refuses to overwrite");
+    assert!(one_line(&again).contains("already exists"));
+
+    let list = driver(&dir, &["list"]);
+    assert_eq!(String::from_utf8_lossy(&list.stdout).trim(), "example");
+
+    let run = driver(
+        &dir,
+        &["run", "example", "--runs", "5000", "--json", "--quiet"],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "no finding in the example: {stderr}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&run.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert!(summary["executions"].as_u64().unwrap() >= 5000);
+    assert!(
+        summary["edges"].as_u64().unwrap() > 0,
+        "the user's crate is instrumented: {summary}"
+    );
+    let properties = summary["properties"].as_array().unwrap();
+    let status = |m: &str| {
+        properties
+            .iter()
+            .find(|p| p["message"] == m)
+            .map(|p| p["status"].clone())
+    };
+    assert_eq!(
+        status("the store respects its capacity"),
+        Some("passing".into())
+    );
+    assert_eq!(status("the store fills up"), Some("passing".into()));
+    assert!(dir.join("fuzz/corpus/example").read_dir().unwrap().count() > 0);
+    assert!(dir.join("fuzz/campaigns/example.json").exists());
+
+    let report = driver(&dir, &["report", "example"]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains("\"the store fills up\""));
+
+    // A target whose setup (before the closure) panics.
+    std::fs::write(
+        dir.join("fuzz/fuzz_targets/boom.rs"),
+        "dst_fuzz::target!({\n    let config: u64 = std::env::var(\"NO_SUCH_VARIABLE\").expect(\"no config\").parse().unwrap();\n    move || { dst::assert_always!(config > 0, \"config is positive\"); }\n});\n",
+    )
+    .unwrap();
+    let mut manifest = std::fs::read_to_string(dir.join("fuzz/Cargo.toml")).unwrap();
+    manifest = manifest.replace(
+        "# The fuzz crate",
+        "[[bin]]\nname = \"boom\"\npath = \"fuzz_targets/boom.rs\"\ntest = false\n\n# The fuzz crate",
+    );
+    std::fs::write(dir.join("fuzz/Cargo.toml"), manifest).unwrap();
+    let boom = driver(&dir, &["run", "boom", "--runs", "10"]);
+    assert_eq!(boom.status.code(), Some(6));
+    assert!(one_line(&boom).contains("died before the explorer finished (exit status 101)"));
+}
+
+#[test]
+fn an_unknown_target_is_exit_3() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = driver(&repo, &["run", "nosuch", "--fuzz-dir", "examples/bank"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(one_line(&output).contains("no target \"nosuch\""));
+    let nowhere = driver(&repo, &["list", "--fuzz-dir", "no/such/dir"]);
+    assert_eq!(nowhere.status.code(), Some(3));
+    assert!(one_line(&nowhere).contains("cargo dst-fuzz init"));
+}
