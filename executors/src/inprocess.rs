@@ -44,7 +44,7 @@ fn install_panic_hook() {
 /// Size of the region's coverage map in-process. Edge coverage of Rust
 /// targets comes from the binary's own sanitizer counters; the region's map
 /// holds decision coverage only, so it can be small (and cheap to reset).
-pub const DECISION_COVERAGE: usize = 4096;
+pub const DECISION_COVERAGE: usize = 1024;
 
 /// Runs a closure that uses the `dst` SDK, in this process.
 pub struct InProcess<F> {
@@ -88,15 +88,16 @@ impl<F: FnMut()> InProcess<F> {
         let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
         let view = self.region.view();
         view.reset(input, self.flags);
-        let len = view.header().total_size as usize;
-        // SAFETY: the region is owned by `self` and outlives the run; it is
-        // detached below before `self.region` can be touched again, and the
-        // ATTACHED lock keeps other executors from attaching meanwhile.
-        unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
+        if dst::runtime::attached() != view.base() {
+            let len = view.header().total_size as usize;
+            // SAFETY: the region is owned by `self`; it stays attached until
+            // another executor attaches its own or `self` is dropped (which
+            // detaches it), and the ATTACHED lock serializes runs.
+            unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
+        }
         IN_RUN.with(|r| r.set(true));
         let result = catch_unwind(AssertUnwindSafe(&mut self.target));
         IN_RUN.with(|r| r.set(false));
-        dst::detach();
         result.err().map(|_| {
             let (message, location) = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
@@ -107,6 +108,15 @@ impl<F: FnMut()> InProcess<F> {
                 location,
             }
         })
+    }
+}
+
+impl<F> Drop for InProcess<F> {
+    fn drop(&mut self) {
+        let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
+        if dst::runtime::attached() == self.region.view().base() {
+            dst::detach();
+        }
     }
 }
 

@@ -26,10 +26,23 @@ use libafl_bolts::rands::Rand;
 
 use crate::feedback::DecisionSpans;
 
-fn spans_of<S: HasCurrentTestcase<BytesInput>>(state: &S) -> Option<Vec<(u32, u16, u8)>> {
+/// Up to `window` consecutive decision spans of the current testcase,
+/// starting at a random one (copying only those, not the whole list).
+fn pick_spans<S>(state: &mut S, window: usize) -> Option<Vec<(u32, u16, u8)>>
+where
+    S: HasCurrentTestcase<BytesInput> + HasRand,
+{
+    let n = {
+        let testcase = state.current_testcase().ok()?;
+        testcase.metadata::<DecisionSpans>().ok()?.spans.len()
+    };
+    if n == 0 {
+        return None;
+    }
+    let start = pick(state.rand_mut(), n);
     let testcase = state.current_testcase().ok()?;
-    let spans = testcase.metadata::<DecisionSpans>().ok()?;
-    (!spans.spans.is_empty()).then(|| spans.spans.clone())
+    let spans = &testcase.metadata::<DecisionSpans>().ok()?.spans;
+    Some(spans[start..(start + window).min(n)].to_vec())
 }
 
 fn pick(rand: &mut impl Rand, n: usize) -> usize {
@@ -65,11 +78,11 @@ where
     S: HasRand + HasCurrentTestcase<BytesInput>,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
-        let Some(spans) = spans_of(state) else {
+        let Some(spans) = pick_spans(state, 1) else {
             return Ok(MutationResult::Skipped);
         };
         let rand = state.rand_mut();
-        let (offset, width, kind) = spans[pick(rand, spans.len())];
+        let (offset, width, kind) = spans[0];
         let (offset, width) = (offset as usize, width as usize);
         if width == 0 {
             return Ok(MutationResult::Skipped);
@@ -122,14 +135,12 @@ where
     S: HasRand + HasCurrentTestcase<BytesInput>,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
-        let Some(spans) = spans_of(state) else {
+        let Some(spans) = pick_spans(state, 16) else {
             return Ok(MutationResult::Skipped);
         };
-        let rand = state.rand_mut();
-        let first = pick(rand, spans.len());
-        let count = 1 + pick(rand, (spans.len() - first).min(16));
-        let (start, _, _) = spans[first];
-        let (last_offset, last_width, _) = spans[first + count - 1];
+        let count = 1 + pick(state.rand_mut(), spans.len());
+        let (start, _, _) = spans[0];
+        let (last_offset, last_width, _) = spans[count - 1];
         let end = last_offset as usize + last_width as usize;
         let bytes = input.as_mut();
         ensure_explicit(bytes, end);
@@ -158,7 +169,7 @@ where
     S: HasRand + HasCurrentTestcase<BytesInput> + HasCorpus<BytesInput>,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
-        let Some(spans) = spans_of(state) else {
+        let Some(spans) = pick_spans(state, 1) else {
             return Ok(MutationResult::Skipped);
         };
         let count = state.corpus().count();
@@ -180,7 +191,7 @@ where
             return Ok(MutationResult::Skipped);
         }
         let rand = state.rand_mut();
-        let (cut, _, _) = spans[pick(rand, spans.len())];
+        let (cut, _, _) = spans[0];
         let (from, _, _) = other_spans[pick(rand, other_spans.len())];
         let mut other_full = other_bytes;
         let other_end = other_spans

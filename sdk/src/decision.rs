@@ -128,7 +128,7 @@ impl Stream {
     pub fn new(seed: u64) -> Stream {
         Stream {
             seed,
-            tail: (seed != 0).then(|| ChaCha8Rng::seed_from_u64(seed)),
+            tail: None,
             block: [0; TAIL_BLOCK],
             block_pos: TAIL_BLOCK,
             cursor: 0,
@@ -143,21 +143,24 @@ impl Stream {
     /// input on every call of one run).
     pub fn read(&mut self, input: &[u8], out: &mut [u8]) {
         let explicit = explicit(input);
-        for byte in out {
-            let at = self.cursor as usize;
-            *byte = match explicit.get(at) {
-                Some(&b) => b,
-                None => self.tail_byte(),
-            };
-            self.cursor += 1;
+        let at = (self.cursor as usize).min(explicit.len());
+        let from_input = (explicit.len() - at).min(out.len());
+        out[..from_input].copy_from_slice(&explicit[at..at + from_input]);
+        for byte in &mut out[from_input..] {
+            *byte = self.tail_byte();
         }
+        self.cursor += out.len() as u64;
     }
 
     fn tail_byte(&mut self) -> u8 {
-        let Some(rng) = self.tail.as_mut() else {
+        if self.seed == 0 {
             return 0;
-        };
+        }
         if self.block_pos == TAIL_BLOCK {
+            let seed = self.seed;
+            let rng = self
+                .tail
+                .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed));
             rng.fill_bytes(&mut self.block);
             self.block_pos = 0;
         }

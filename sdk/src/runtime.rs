@@ -71,9 +71,24 @@ pub unsafe fn attach(base: *mut u8, len: usize) -> Result<(), RegionError> {
     let mut inner = inner();
     inner.stream = None;
     REGION.store(view.base(), Ordering::Release);
-    ABORT_ON_FAILURE.store(env_flag("DST_ABORT_ON_FAILURE"), Ordering::Relaxed);
+    ABORT_ON_FAILURE.store(abort_on_failure(), Ordering::Relaxed);
     MODE.store(RECORDING, Ordering::Release);
     Ok(())
+}
+
+/// The base of the region a controller attached, if any.
+pub fn attached() -> *mut u8 {
+    if MODE.load(Ordering::Acquire) == RECORDING && local().is_none() {
+        REGION.load(Ordering::Acquire)
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
+/// `DST_ABORT_ON_FAILURE`, read once per process.
+fn abort_on_failure() -> bool {
+    static FLAG: OnceLock<bool> = OnceLock::new();
+    *FLAG.get_or_init(|| env_flag("DST_ABORT_ON_FAILURE"))
 }
 
 /// Detaches from the controller's region. The next SDK call falls back to
@@ -144,7 +159,7 @@ fn init_local() {
         }
         local
     });
-    ABORT_ON_FAILURE.store(env_flag("DST_ABORT_ON_FAILURE"), Ordering::Relaxed);
+    ABORT_ON_FAILURE.store(abort_on_failure(), Ordering::Relaxed);
     let _guard = inner();
     if REGION.load(Ordering::Acquire).is_null() {
         REGION.store(local.region.base(), Ordering::Release);

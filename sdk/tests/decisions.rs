@@ -52,6 +52,7 @@ fn run(input: &[u8]) -> (Drawn, dst_kernel::RunRecord) {
     let out = RefCell::new(Drawn::default());
     let mut exec = InProcess::new(|| *out.borrow_mut() = probe());
     let record = exec.run(input);
+    drop(exec);
     (out.into_inner(), record)
 }
 
