@@ -15,13 +15,13 @@ static ATTACHED: Mutex<()> = Mutex::new(());
 static HOOK: Once = Once::new();
 
 thread_local! {
-    static IN_RUN: Cell<bool> = const { Cell::new(false) };
-    static LAST_PANIC: RefCell<Option<(String, Option<String>)>> = const { RefCell::new(None) };
+    pub(crate) static IN_RUN: Cell<bool> = const { Cell::new(false) };
+    pub(crate) static LAST_PANIC: RefCell<Option<(String, Option<String>)>> = const { RefCell::new(None) };
 }
 
 /// Installs (once) a panic hook that records panics of running targets
 /// instead of printing them; other panics go to the previous hook.
-fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {

@@ -5,15 +5,19 @@
 //! target's catalog) over the same region layout and decision stream:
 //! - [`inprocess`]: the target is a closure in this process (fastest). Panics
 //!   are caught and classified as crashes.
+//! - [`fork`]: the same closure, run in a forked child per input over a
+//!   shared-memory region, with a per-run timeout: for targets that crash the
+//!   process or hang.
 //!
-//! Still to come, behind the same trait: per-run timeouts and fork isolation
-//! for in-process targets (the explorer issue), a separate process over shared
+//! Still to come, behind the same trait: a separate process over shared
 //! memory (C/C++ services), wasm, a CPU emulator and a KVM virtual machine.
 
+pub mod fork;
 pub mod inprocess;
 
 use dst::catalog::SiteInfo;
 pub use dst_kernel::{RunRecord, Runner};
+pub use fork::Forking;
 pub use inprocess::InProcess;
 
 /// Runs inputs against one target at one level.

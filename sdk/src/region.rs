@@ -155,6 +155,12 @@ pub enum Event {
         column: u32,
         name: Option<String>,
     },
+    /// The target panicked (written by a controller that runs it in a child
+    /// process, so the parent learns the message).
+    Panic {
+        message: String,
+        location: Option<String>,
+    },
 }
 
 /// Sizes of a region's sections.

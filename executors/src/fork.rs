@@ -1,0 +1,228 @@
+//! Fork isolation: each run in a forked child of this process, so a target
+//! that crashes the process (abort, segfault, stack overflow) or hangs is
+//! observed, classified and survived.
+//!
+//! The region lives in an anonymous shared mapping, so what the child's SDK
+//! writes (decisions, assertion state, events, a panic's message) is what the
+//! parent reads. The parent waits up to the timeout, then kills the child
+//! and records a timeout. Edge counters of instrumented code stay in the
+//! child; decision coverage is in the region and survives.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use dst::catalog::{CATALOG, SiteInfo};
+use dst::region::{Event, Header, Layout, RegionRef};
+use dst_kernel::{Outcome, RunRecord, Runner};
+
+use crate::Executor;
+use crate::inprocess::{DECISION_COVERAGE, IN_RUN, LAST_PANIC, install_panic_hook};
+
+/// Exit status of a child whose target panicked (its message is in the region).
+const PANICKED: i32 = 101;
+
+/// An anonymous shared mapping holding a region.
+struct SharedRegion {
+    base: *mut u8,
+    len: usize,
+}
+
+impl SharedRegion {
+    fn new(layout: Layout) -> SharedRegion {
+        let header = layout.header();
+        let len = header.total_size as usize;
+        // SAFETY: an anonymous shared mapping of `len` bytes; no file, no
+        // fixed address. The result is checked against MAP_FAILED.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(
+            base != libc::MAP_FAILED,
+            "cannot map {len} bytes of shared memory for the region: {}",
+            std::io::Error::last_os_error()
+        );
+        let base = base.cast::<u8>();
+        // SAFETY: the mapping is at least `size_of::<Header>()` bytes, page
+        // aligned, zeroed, and owned by us.
+        unsafe { base.cast::<Header>().write(header) };
+        SharedRegion { base, len }
+    }
+
+    fn view(&self) -> RegionRef {
+        // SAFETY: `base` maps `len` bytes until `self` is dropped; the header
+        // was written by `new`.
+        unsafe { RegionRef::new(self.base, self.len) }.expect("a freshly written header is valid")
+    }
+}
+
+impl Drop for SharedRegion {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` came from a successful mmap and are unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// Runs a closure that uses the `dst` SDK in a forked child per input.
+pub struct Forking<F> {
+    region: SharedRegion,
+    target: F,
+    flags: u64,
+    timeout: Duration,
+}
+
+impl<F: FnMut()> Forking<F> {
+    pub fn new(target: F, timeout: Duration) -> Forking<F> {
+        install_panic_hook();
+        Forking {
+            region: SharedRegion::new(Layout {
+                sites_capacity: CATALOG.len().max(1),
+                coverage_size: DECISION_COVERAGE,
+                ..Layout::default()
+            }),
+            target,
+            flags: 0,
+            timeout,
+        }
+    }
+
+    /// The child: attach, run, report a panic through the region, exit.
+    fn child(&mut self, view: RegionRef) -> ! {
+        // SAFETY: the shared mapping is valid in the child too (inherited).
+        let attached = unsafe { dst::attach(view.base(), view.header().total_size as usize) };
+        if attached.is_err() {
+            // SAFETY: `_exit` ends the child without running the parent's
+            // atexit handlers or flushing its buffers twice.
+            unsafe { libc::_exit(70) };
+        }
+        IN_RUN.with(|r| r.set(true));
+        let result = catch_unwind(AssertUnwindSafe(&mut self.target));
+        let code = match result {
+            Ok(()) => 0,
+            Err(_) => {
+                let (message, location) = LAST_PANIC
+                    .with(|p| p.borrow_mut().take())
+                    .unwrap_or_else(|| ("panic".to_string(), None));
+                view.push_event(&Event::Panic { message, location });
+                PANICKED
+            }
+        };
+        // SAFETY: as above.
+        unsafe { libc::_exit(code) }
+    }
+
+    /// Waits for `pid` up to the timeout; kills it past that. Returns the
+    /// wait status, or `None` on timeout.
+    fn wait(&self, pid: libc::pid_t) -> Option<libc::c_int> {
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(20);
+        loop {
+            let mut status = 0;
+            // SAFETY: waiting for our own child, with a valid status pointer.
+            let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if done == pid {
+                return Some(status);
+            }
+            if start.elapsed() >= self.timeout {
+                // SAFETY: killing and reaping our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                return None;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+}
+
+/// A signal's name, for crash signatures.
+fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGBUS => "SIGBUS".into(),
+        libc::SIGILL => "SIGILL".into(),
+        libc::SIGFPE => "SIGFPE".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGTRAP => "SIGTRAP".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+impl<F: FnMut()> Runner for Forking<F> {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        let view = self.region.view();
+        view.reset(input, self.flags);
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: fork in a process whose other threads (if any) do not hold
+        // locks the child needs: the child only attaches the SDK to the
+        // shared region, runs the target and calls `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            self.child(view);
+        }
+        if pid < 0 {
+            let crash = Outcome::Crash {
+                cause: "fork".into(),
+                message: format!("cannot fork: {}", std::io::Error::last_os_error()),
+                location: None,
+            };
+            return RunRecord::read(view, Some(crash), false);
+        }
+        let Some(status) = self.wait(pid) else {
+            return RunRecord::read(view, None, true);
+        };
+        let crash = if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            Some(Outcome::Crash {
+                cause: signal_name(signal),
+                message: format!("killed by signal {signal}"),
+                location: None,
+            })
+        } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == PANICKED {
+            let (message, location) = view
+                .events()
+                .into_iter()
+                .find_map(|e| match e {
+                    Event::Panic { message, location } => Some((message, location)),
+                    _ => None,
+                })
+                .unwrap_or_else(|| ("panic".into(), None));
+            Some(Outcome::Crash {
+                cause: "panic".into(),
+                message,
+                location,
+            })
+        } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+            let code = libc::WEXITSTATUS(status);
+            Some(Outcome::Crash {
+                cause: "exit".into(),
+                message: format!("the target exited the process with status {code}"),
+                location: None,
+            })
+        } else {
+            None
+        };
+        RunRecord::read(view, crash, false)
+    }
+}
+
+impl<F: FnMut()> Executor for Forking<F> {
+    fn catalog(&self) -> Vec<SiteInfo> {
+        dst::catalog::sites()
+    }
+
+    fn set_flags(&mut self, flags: u64) {
+        self.flags = flags;
+    }
+}
