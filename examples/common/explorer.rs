@@ -1,6 +1,8 @@
 //! Shared by the examples' tests: run a target binary's explorer with fixed
 //! seeds and a budget, then read its JSON summary and its findings.
 
+#![allow(dead_code)] // each test uses part of it
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

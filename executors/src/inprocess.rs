@@ -77,6 +77,11 @@ impl<F: FnMut()> InProcess<F> {
 }
 
 impl<F: FnMut()> InProcess<F> {
+    /// The target itself, e.g. to run it under another executor.
+    pub fn target_mut(&mut self) -> &mut F {
+        &mut self.target
+    }
+
     /// The region runs use; after a run it holds that run's outcome.
     pub fn view(&self) -> RegionRef {
         self.region.view()

@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dst_fuzz::explore::{Options, explore};
+use dst_fuzz::explore::{Options, explore_here};
 use libafl::corpus::InMemoryCorpus;
 use libafl::events::SimpleEventManager;
 use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
@@ -122,7 +122,7 @@ fn dst_explorer(dir: &Path) -> f64 {
         shrink_budget: 1000,
         stop_on_finding: false,
     };
-    let summary = explore(target, &options).unwrap();
+    let summary = explore_here(target, &options).unwrap();
     summary.executions as f64 / summary.seconds
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use dst_fuzz::explore::{Options, explore};
+use dst_fuzz::explore::{Options, explore_here};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -33,7 +33,7 @@ fn to_bug<F: FnMut() + 'static>(name: &str, make: impl Fn() -> F) {
             shrink_budget: 5000,
             stop_on_finding: true,
         };
-        let summary = explore(make(), &options).unwrap();
+        let summary = explore_here(make(), &options).unwrap();
         match summary.findings.first() {
             Some(f) => {
                 executions.push(f.executions as f64);

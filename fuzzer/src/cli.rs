@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use dst_executors::{Executor, InProcess};
+use dst_executors::{Executor, Forking};
 use dst_kernel::{Campaign, Determinism, check_determinism, shrink};
 use serde_json::json;
 
@@ -27,12 +27,17 @@ enum Command {
     /// Explore the target: search for runs that break its properties.
     Fuzz(FuzzArgs),
     /// Run one input and explain it: outcome, then every decision in order.
+    /// Each run happens in a forked child, so a crash or hang is reported.
     Replay {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Per-run time limit in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        timeout_ms: u64,
     },
-    /// Shrink a failing input to a shortlex-minimal one with the same failure.
+    /// Shrink a failing input to a shortlex-minimal one with the same failure
+    /// (runs in forked children).
     Minimize {
         file: PathBuf,
         /// Where to write the result (default: FILE.min).
@@ -41,6 +46,9 @@ enum Command {
         /// Runs the shrinker may spend.
         #[arg(long, default_value_t = 20_000)]
         budget: u64,
+        /// Per-run time limit in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        timeout_ms: u64,
     },
     /// Print the property table of the campaign.
     Report {
@@ -147,8 +155,23 @@ pub fn run<F: FnMut() + 'static>(target: F) -> i32 {
     let name = target_name();
     let result = match cli.command {
         Command::Fuzz(args) => fuzz(target, &name, args),
-        Command::Replay { file, json } => replay(target, &file, json),
-        Command::Minimize { file, out, budget } => minimize(target, &file, out, budget),
+        Command::Replay {
+            file,
+            json,
+            timeout_ms,
+        } => replay(target, &file, json, Duration::from_millis(timeout_ms)),
+        Command::Minimize {
+            file,
+            out,
+            budget,
+            timeout_ms,
+        } => minimize(
+            target,
+            &file,
+            out,
+            budget,
+            Duration::from_millis(timeout_ms),
+        ),
         Command::Report { json, campaign } => {
             report_command(&campaign.unwrap_or_else(|| default_campaign(&name)), json)
         }
@@ -157,10 +180,12 @@ pub fn run<F: FnMut() + 'static>(target: F) -> i32 {
             Ok(exit::OK)
         }
     };
-    result.unwrap_or_else(|err| {
+    let code = result.unwrap_or_else(|err| {
         eprintln!("dst-fuzz: {err}");
         err.exit_code()
-    })
+    });
+    crate::explore::report_exit(code);
+    code
 }
 
 fn fuzz<F: FnMut() + 'static>(target: F, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
@@ -230,9 +255,14 @@ fn fuzz<F: FnMut() + 'static>(target: F, name: &str, args: FuzzArgs) -> Result<i
     })
 }
 
-fn replay<F: FnMut()>(target: F, file: &Path, as_json: bool) -> Result<i32, StoreError> {
+fn replay<F: FnMut()>(
+    target: F,
+    file: &Path,
+    as_json: bool,
+    timeout: Duration,
+) -> Result<i32, StoreError> {
     let input = store::read_input(file)?;
-    let mut exec = InProcess::new(target);
+    let mut exec = Forking::new(target, timeout);
     let catalog = exec.catalog();
     let (_, verdict) = check_determinism(&mut exec, &input, 3);
     let record = traced_run(&mut exec, &input);
@@ -293,9 +323,10 @@ fn minimize<F: FnMut()>(
     file: &Path,
     out: Option<PathBuf>,
     budget: u64,
+    timeout: Duration,
 ) -> Result<i32, StoreError> {
     let input = store::read_input(file)?;
-    let mut exec = InProcess::new(target);
+    let mut exec = Forking::new(target, timeout);
     let Some(signature) = dst_kernel::Runner::run(&mut exec, &input).signature() else {
         println!("{} passes: nothing to minimize", file.display());
         return Ok(exit::OK);

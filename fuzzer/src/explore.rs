@@ -9,12 +9,13 @@
 //! corpus and the campaign, and prints a status line each second.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use dst_executors::{Executor as _, InProcess};
+use dst_executors::{Executor as _, Forking, InProcess};
 use dst_kernel::Campaign;
 use libafl::HasMetadata;
 use libafl::corpus::{Corpus, InMemoryCorpus};
@@ -38,11 +39,15 @@ use libafl_bolts::tuples::tuple_list;
 
 use crate::coverage;
 use crate::feedback::{
-    self, CampaignMeta, FindingObjective, PropertyFeedback, PropertyObserver, SpansFeedback,
+    self, CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
+    SolutionSignature, SpansFeedback,
 };
 use crate::findings::{self, FindingSummary};
 use crate::mutators::{ChangeDecision, SpliceDecisions, ZeroDecisions};
 use crate::store::{self, StoreError};
+
+/// Shrinking budget for findings that must be replayed in forked children.
+const FORKED_SHRINK_BUDGET: u64 = 100;
 
 /// What a campaign is asked to do.
 #[derive(Debug, Clone)]
@@ -83,9 +88,16 @@ pub struct Summary {
 pub type State =
     StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
-/// Runs a campaign on `target` until the budget in `options` is spent, in
-/// this process (one client, no restarts).
+/// Runs a campaign on `target` until the budget in `options` is spent, with
+/// one client. The client runs under LibAFL's restarting manager: this
+/// process forks it, and when the target crashes the process or hangs past
+/// the timeout, LibAFL's handlers save the state (the failing input among
+/// the solutions) and the client is started again from it. The client prints
+/// the results; this process only returns in the client.
 pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Summary, StoreError> {
+    use libafl::events::SimpleRestartingEventManager;
+    use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+
     let catalog = dst::catalog::sites();
     let campaign = match store::load_campaign(&options.campaign_file)? {
         Some(saved) if saved.catalog == catalog => saved,
@@ -98,8 +110,115 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
         }
         None => Campaign::new(catalog),
     };
+    store::ensure_dir(&options.corpus_dir)?;
+    store::ensure_dir(&options.findings_dir)?;
+    store::load_corpus(&options.corpus_dir)?;
+    EXIT_CELL.get_or_init(ExitCell::new);
+    let mut shmem = StdShMemProvider::new().map_err(StoreError::libafl)?;
+    match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem, true) {
+        Ok((restored, mgr)) => {
+            die_with_parent();
+            client(
+                target,
+                options,
+                restored,
+                mgr,
+                campaign,
+                &options.campaign_file,
+            )
+        }
+        Err(libafl::Error::ShuttingDown) => {
+            // The restarter, after the client finished: the client printed
+            // the results; pass its exit status on.
+            let code = EXIT_CELL.get().and_then(ExitCell::get).unwrap_or_else(|| {
+                match store::known_findings(&options.findings_dir) {
+                    Ok(findings) if findings.is_empty() => crate::exit::OK,
+                    Ok(_) => crate::exit::FINDING,
+                    Err(_) => crate::exit::INTERNAL,
+                }
+            });
+            std::process::exit(code);
+        }
+        Err(e) => Err(StoreError::libafl(e)),
+    }
+}
+
+/// A word of memory shared with forked children, through which a client
+/// tells its restarter the exit status it ended with.
+struct ExitCell(*mut i32);
+
+// SAFETY: the cell is a word of shared memory accessed with volatile reads
+// and writes by one process at a time (the client writes, then exits; the
+// restarter reads after that).
+unsafe impl Send for ExitCell {}
+// SAFETY: as above.
+unsafe impl Sync for ExitCell {}
+
+static EXIT_CELL: std::sync::OnceLock<ExitCell> = std::sync::OnceLock::new();
+const EXIT_UNSET: i32 = -1;
+
+impl ExitCell {
+    fn new() -> ExitCell {
+        // SAFETY: an anonymous shared mapping of one page, checked below.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return ExitCell(std::ptr::null_mut());
+        }
+        let cell = page.cast::<i32>();
+        // SAFETY: the page is mapped, aligned and writable.
+        unsafe { cell.write_volatile(EXIT_UNSET) };
+        ExitCell(cell)
+    }
+
+    fn get(&self) -> Option<i32> {
+        if self.0.is_null() {
+            return None;
+        }
+        // SAFETY: the page stays mapped for the life of the process.
+        let code = unsafe { self.0.read_volatile() };
+        (code != EXIT_UNSET).then_some(code)
+    }
+}
+
+/// Records the exit status of this process for its restarter, if it has one.
+pub fn report_exit(code: i32) {
+    if let Some(cell) = EXIT_CELL.get()
+        && !cell.0.is_null()
+    {
+        // SAFETY: as in `ExitCell::get`.
+        unsafe { cell.0.write_volatile(code) };
+    }
+}
+
+/// Runs a campaign in this process only: no restarts, so a target that
+/// crashes the process or hangs ends it. For benchmarks and embedding.
+pub fn explore_here<F: FnMut() + 'static>(
+    target: F,
+    options: &Options,
+) -> Result<Summary, StoreError> {
+    let catalog = dst::catalog::sites();
+    let campaign = match store::load_campaign(&options.campaign_file)? {
+        Some(saved) if saved.catalog == catalog => saved,
+        _ => Campaign::new(catalog),
+    };
     let mgr = SimpleEventManager::new(NopMonitor::new());
     client(target, options, None, mgr, campaign, &options.campaign_file)
+}
+
+/// A client dies with the process that started it (its restarter, or the
+/// broker), so that killing the campaign leaves no orphan behind.
+fn die_with_parent() {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a signal for this process.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
 }
 
 /// One client's campaign: build the fuzzer around `target`, seed it, fuzz
@@ -111,6 +230,30 @@ pub fn client<F, EM>(
     options: &Options,
     restored: Option<State>,
     mut mgr: EM,
+    campaign: Campaign,
+    campaign_file: &Path,
+) -> Result<Summary, StoreError>
+where
+    F: FnMut() + 'static,
+    EM: EventFirer<BytesInput, State>
+        + EventRestarter<State>
+        + EventReceiver<BytesInput, State>
+        + ProgressReporter<State>
+        + SendExiting
+        + AwaitRestartSafe
+        + HasEventManagerId,
+{
+    let result = client_inner(target, options, restored, &mut mgr, campaign, campaign_file);
+    // Finished or failed, this client is not to be restarted.
+    mgr.send_exiting().map_err(StoreError::libafl)?;
+    result
+}
+
+fn client_inner<F, EM>(
+    target: F,
+    options: &Options,
+    restored: Option<State>,
+    mgr: &mut EM,
     campaign: Campaign,
     campaign_file: &Path,
 ) -> Result<Summary, StoreError>
@@ -166,6 +309,9 @@ where
             )
             .map_err(StoreError::libafl)?;
             state.set_max_size(1 << 16);
+            state.add_metadata(FindingsAtStart {
+                names: known_findings.clone(),
+            });
             state
         }
     };
@@ -188,7 +334,7 @@ where
         .timeout(options.timeout)
         .fuzzer(&mut fuzzer)
         .state(&mut state)
-        .event_mgr(&mut mgr)
+        .event_mgr(mgr)
         .build()
         .map_err(StoreError::libafl)?;
 
@@ -207,19 +353,14 @@ where
                 .evaluate_input(
                     &mut state,
                     &mut executor,
-                    &mut mgr,
+                    mgr,
                     &BytesInput::new(seed.clone()),
                 )
                 .map_err(StoreError::libafl)?;
         }
         if state.corpus().count() == 0 {
             fuzzer
-                .add_input(
-                    &mut state,
-                    &mut executor,
-                    &mut mgr,
-                    BytesInput::new(Vec::new()),
-                )
+                .add_input(&mut state, &mut executor, mgr, BytesInput::new(Vec::new()))
                 .map_err(StoreError::libafl)?;
         }
     }
@@ -248,7 +389,7 @@ where
             break;
         }
         fuzzer
-            .fuzz_one(&mut stages, &mut executor, &mut state, &mut mgr)
+            .fuzz_one(&mut stages, &mut executor, &mut state, mgr)
             .map_err(StoreError::libafl)?;
 
         while processed_solutions < state.solutions().count() {
@@ -259,20 +400,43 @@ where
                 .cloned_input_for_id(id)
                 .map_err(StoreError::libafl)?
                 .into_inner();
+            let signature = state.solutions().get(id).ok().and_then(|t| {
+                t.borrow()
+                    .metadata::<SolutionSignature>()
+                    .ok()
+                    .and_then(SolutionSignature::signature)
+            });
             let found = findings::Found {
                 executions: executions_before + *state.executions(),
                 seconds: started.elapsed().as_secs_f64(),
             };
             let mut runner = exec.borrow_mut();
-            if let Some(summary) = findings::process(
-                &mut *runner,
-                &catalog,
-                &input,
-                found,
-                &options.findings_dir,
-                &mut known_findings,
-                options.shrink_budget,
-            )? {
+            let processed = if signature.as_ref().is_some_and(findings::needs_fork) {
+                // It hangs or kills the process: replay and shrink it in
+                // forked children, with the same target (and a smaller
+                // budget: a hanging candidate costs a whole timeout).
+                let mut forked = Forking::new(runner.target_mut(), options.timeout);
+                findings::process(
+                    &mut forked,
+                    &catalog,
+                    &input,
+                    found,
+                    &options.findings_dir,
+                    &mut known_findings,
+                    options.shrink_budget.min(FORKED_SHRINK_BUDGET),
+                )?
+            } else {
+                findings::process(
+                    &mut *runner,
+                    &catalog,
+                    &input,
+                    found,
+                    &options.findings_dir,
+                    &mut known_findings,
+                    options.shrink_budget,
+                )?
+            };
+            if let Some(summary) = processed {
                 if options.status {
                     eprintln!(
                         "dst-fuzz: finding: {} -> {}",
@@ -338,6 +502,18 @@ where
         .campaign
         .clone();
     store::save_campaign(&campaign, campaign_file)?;
+    // Findings made by earlier lives of this client (before a restart) too.
+    if let Ok(at_start) = state.metadata::<FindingsAtStart>() {
+        let reported: BTreeSet<PathBuf> = findings.iter().map(|f| f.path.clone()).collect();
+        for name in store::known_findings(&options.findings_dir)?.difference(&at_start.names) {
+            let path = options.findings_dir.join(name);
+            if !reported.contains(&path)
+                && let Some(summary) = findings::read_summary(&path)
+            {
+                findings.push(summary);
+            }
+        }
+    }
     let summary = Summary {
         executions: *state.executions(),
         seconds: started.elapsed().as_secs_f64(),
@@ -346,7 +522,6 @@ where
         findings,
         campaign,
     };
-    mgr.send_exiting().map_err(StoreError::libafl)?;
     Ok(summary)
 }
 
@@ -467,6 +642,7 @@ pub fn explore_parallel<F: FnMut() + 'static>(
             .wrapping_add((description.id() as u64).wrapping_mul(0x9E37_79B9));
         let part = part_path(&options.campaign_file, description.id());
         let campaign = Campaign::new(catalog);
+        die_with_parent();
         client(target, &options, state, mgr, campaign, &part)
             .map(|_| ())
             .map_err(|e| libafl::Error::unknown(e.to_string()))

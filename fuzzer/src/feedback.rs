@@ -55,12 +55,42 @@ pub struct CampaignMeta {
 }
 libafl_bolts::impl_serdeany!(CampaignMeta);
 
-/// Failure signatures already turned into solutions.
+/// Failure signatures already turned into solutions (as JSON text: state
+/// metadata goes through a non-self-describing format, which tagged enums
+/// do not survive).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SeenSignatures {
-    pub seen: BTreeSet<Signature>,
+    pub seen: BTreeSet<String>,
 }
 libafl_bolts::impl_serdeany!(SeenSignatures);
+
+/// The failure signature of a solution, as the objective saw it (JSON text,
+/// see [`SeenSignatures`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SolutionSignature {
+    pub signature: String,
+}
+libafl_bolts::impl_serdeany!(SolutionSignature);
+
+impl SolutionSignature {
+    pub fn new(signature: &Signature) -> SolutionSignature {
+        SolutionSignature {
+            signature: serde_json::to_string(signature).expect("signatures serialize"),
+        }
+    }
+
+    pub fn signature(&self) -> Option<Signature> {
+        serde_json::from_str(&self.signature).ok()
+    }
+}
+
+/// Finding folders that existed when the campaign started (so a restarted
+/// client can still tell which findings are this campaign's).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FindingsAtStart {
+    pub names: BTreeSet<String>,
+}
+libafl_bolts::impl_serdeany!(FindingsAtStart);
 
 /// The decisions a kept input took: (stream offset, width, kind) each.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -278,17 +308,25 @@ impl<EM, OT: MatchNameRef, S: HasMetadata> Feedback<EM, BytesInput, OT, S> for F
             return Ok(false);
         };
         let seen = state.metadata_or_insert_with(SeenSignatures::default);
-        Ok(seen.seen.insert(signature))
+        Ok(seen
+            .seen
+            .insert(SolutionSignature::new(&signature).signature))
     }
 
     fn append_metadata(
         &mut self,
         _state: &mut S,
         _manager: &mut EM,
-        _observers: &OT,
+        observers: &OT,
         testcase: &mut Testcase<BytesInput>,
     ) -> Result<(), Error> {
         testcase.add_metadata(DecisionSpans::of(region()));
+        if let Some(signature) = observers
+            .get(&self.observer)
+            .and_then(|o| o.signature.clone())
+        {
+            testcase.add_metadata(SolutionSignature::new(&signature));
+        }
         Ok(())
     }
 }

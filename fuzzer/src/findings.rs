@@ -190,6 +190,16 @@ pub fn describe(record: &RunRecord, catalog: &[SiteInfo]) -> Value {
     }
 }
 
+/// Whether a failure with this signature can only be replayed in a forked
+/// child: it hangs, or kills the process.
+pub fn needs_fork(signature: &Signature) -> bool {
+    match signature {
+        Signature::Timeout => true,
+        Signature::Crash { cause, .. } => cause != "panic",
+        Signature::Property { .. } => false,
+    }
+}
+
 /// Processes one failing input into a finding folder. Returns `None` when
 /// the input passes on replay or its signature already has a finding.
 #[allow(clippy::too_many_arguments)]
