@@ -98,18 +98,7 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
     use libafl::events::SimpleRestartingEventManager;
     use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
 
-    let catalog = dst::catalog::sites();
-    let campaign = match store::load_campaign(&options.campaign_file)? {
-        Some(saved) if saved.catalog == catalog => saved,
-        Some(_) => {
-            eprintln!(
-                "dst-fuzz: the target's properties changed since {} was saved; starting a new campaign",
-                options.campaign_file.display()
-            );
-            Campaign::new(catalog)
-        }
-        None => Campaign::new(catalog),
-    };
+    let campaign = saved_campaign(&options.campaign_file)?;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;
     store::load_corpus(&options.corpus_dir)?;
@@ -205,13 +194,26 @@ pub fn explore_here<F: FnMut() + 'static>(
     target: F,
     options: &Options,
 ) -> Result<Summary, StoreError> {
-    let catalog = dst::catalog::sites();
-    let campaign = match store::load_campaign(&options.campaign_file)? {
-        Some(saved) if saved.catalog == catalog => saved,
-        _ => Campaign::new(catalog),
-    };
+    let campaign = saved_campaign(&options.campaign_file)?;
     let mgr = SimpleEventManager::new(NopMonitor::new());
     client(target, options, None, mgr, campaign, &options.campaign_file)
+}
+
+/// The campaign saved in `file`, or a new one if there is none or the
+/// target's properties changed since.
+fn saved_campaign(file: &Path) -> Result<Campaign, StoreError> {
+    let catalog = dst::catalog::sites();
+    Ok(match store::load_campaign(file)? {
+        Some(saved) if saved.catalog == catalog => saved,
+        Some(_) => {
+            eprintln!(
+                "dst-fuzz: the target's properties changed since {} was saved; starting a new campaign",
+                file.display()
+            );
+            Campaign::new(catalog)
+        }
+        None => Campaign::new(catalog),
+    })
 }
 
 /// A client dies with the process that started it (its restarter, or the
@@ -219,6 +221,30 @@ pub fn explore_here<F: FnMut() + 'static>(
 fn die_with_parent() {
     // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a signal for this process.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+}
+
+/// What a client needs of its LibAFL event manager (the simple one for a
+/// single client, the LLMP restarting one under the launcher).
+pub trait ClientManager:
+    EventFirer<BytesInput, State>
+    + EventRestarter<State>
+    + EventReceiver<BytesInput, State>
+    + ProgressReporter<State>
+    + SendExiting
+    + AwaitRestartSafe
+    + HasEventManagerId
+{
+}
+
+impl<EM> ClientManager for EM where
+    EM: EventFirer<BytesInput, State>
+        + EventRestarter<State>
+        + EventReceiver<BytesInput, State>
+        + ProgressReporter<State>
+        + SendExiting
+        + AwaitRestartSafe
+        + HasEventManagerId
+{
 }
 
 /// One client's campaign: build the fuzzer around `target`, seed it, fuzz
@@ -235,13 +261,7 @@ pub fn client<F, EM>(
 ) -> Result<Summary, StoreError>
 where
     F: FnMut() + 'static,
-    EM: EventFirer<BytesInput, State>
-        + EventRestarter<State>
-        + EventReceiver<BytesInput, State>
-        + ProgressReporter<State>
-        + SendExiting
-        + AwaitRestartSafe
-        + HasEventManagerId,
+    EM: ClientManager,
 {
     let result = client_inner(target, options, restored, &mut mgr, campaign, campaign_file);
     // Finished or failed, this client is not to be restarted.
@@ -259,13 +279,7 @@ fn client_inner<F, EM>(
 ) -> Result<Summary, StoreError>
 where
     F: FnMut() + 'static,
-    EM: EventFirer<BytesInput, State>
-        + EventRestarter<State>
-        + EventReceiver<BytesInput, State>
-        + ProgressReporter<State>
-        + SendExiting
-        + AwaitRestartSafe
-        + HasEventManagerId,
+    EM: ClientManager,
 {
     let started = Instant::now();
     let exec = Rc::new(RefCell::new(InProcess::new(target)));

@@ -411,8 +411,14 @@ pub fn __assert(
     if !first {
         return;
     }
-    let details = details();
     let local = local();
+    // Under an explorer, a first pass is recorded in the site table already;
+    // its details and event are only wanted when a run is being explained.
+    let explaining = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
+    if !failed && local.is_none() && !explaining {
+        return;
+    }
+    let details = details();
     if failed && local.is_some() {
         eprintln!(
             "dst: assertion failed: {} \"{}\" at {}:{}:{}{}{}",
