@@ -141,7 +141,7 @@ fn main() {
         rows.push(("bare LibAFL, 4 KiB map", bare_libafl(1 << 12)));
     }
     if !only.contains("bare") {
-        rows.push(("dst explorer (cargo dst-fuzz run)", dst_explorer(&dir)));
+        rows.push(("dst explorer, in-process bench build", dst_explorer(&dir)));
     }
     let best_bare = rows
         .iter()

@@ -139,8 +139,13 @@ fn default_campaign(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
+/// A target closure, boxed: the explorer (all of LibAFL's generic code) is
+/// compiled once, in this crate, and not in the user's instrumented crate,
+/// where it would count as the target's own coverage.
+pub type Target = Box<dyn FnMut() + 'static>;
+
 /// Runs the command line; returns the exit status.
-pub fn run<F: FnMut() + 'static>(target: F) -> i32 {
+pub fn run(target: Target) -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -188,7 +193,7 @@ pub fn run<F: FnMut() + 'static>(target: F) -> i32 {
     code
 }
 
-fn fuzz<F: FnMut() + 'static>(target: F, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
+fn fuzz(target: Target, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
     let options = Options {
         name: name.to_string(),
         runs: args.runs,
@@ -255,8 +260,8 @@ fn fuzz<F: FnMut() + 'static>(target: F, name: &str, args: FuzzArgs) -> Result<i
     })
 }
 
-fn replay<F: FnMut()>(
-    target: F,
+fn replay(
+    target: Target,
     file: &Path,
     as_json: bool,
     timeout: Duration,
@@ -318,8 +323,8 @@ fn replay<F: FnMut()>(
     })
 }
 
-fn minimize<F: FnMut()>(
-    target: F,
+fn minimize(
+    target: Target,
     file: &Path,
     out: Option<PathBuf>,
     budget: u64,

@@ -40,7 +40,7 @@ pub mod store;
 macro_rules! target {
     ($body:expr) => {
         fn main() {
-            ::std::process::exit($crate::cli::run($body));
+            ::std::process::exit($crate::cli::run(::std::boxed::Box::new($body)));
         }
     };
 }

@@ -444,6 +444,17 @@ fn wrap_rustc(args: &[OsString]) -> ! {
         }
         None => false,
     };
+    if std::env::var_os("DST_FUZZ_WRAPPER_LOG").is_some() && crate_name.is_some() {
+        eprintln!(
+            "cargo dst-fuzz: {} {}",
+            if instrument {
+                "instrumenting"
+            } else {
+                "compiling"
+            },
+            crate_name.map_or("?", |n| n.as_str())
+        );
+    }
     let mut cmd = Command::new(rustc);
     cmd.args(rest);
     if instrument {
