@@ -46,6 +46,10 @@ pub fn simulate(transfers: usize) -> BTreeMap<u64, u64> {
         *balances.get_mut(&t.from).unwrap() -= t.amount;
         if dst::fault!("crash between debit and credit") {
             dst::assert_reachable!("recovery from a crash mid-transfer", &t);
+            dst::assert_sometimes!(
+                balances[&t.from] == 0,
+                "a crash interrupts a transfer that emptied its source"
+            );
             let timed_out = dst::fault!("client retries after timeout");
             // Recovery applies the journal's pending credit.
             *balances.get_mut(&t.to).unwrap() += t.amount;

@@ -557,6 +557,11 @@ dst_fuzz::target!(|| {
     write(fuzz.join("Cargo.toml"), &cargo_toml)?;
     write(fuzz.join("fuzz_targets").join("example.rs"), target)?;
     write(fuzz.join(".gitignore"), "target\ncorpus\ncampaigns\n")?;
+    // Start from the versions dst was tested with (cargo adds and drops
+    // entries for the user's own dependencies).
+    if let Ok(lock) = std::fs::read_to_string(dst_root.join("Cargo.lock")) {
+        write(fuzz.join("Cargo.lock"), &lock)?;
+    }
     println!(
         "created {} with target `example`; run it with `cargo dst-fuzz run example`",
         fuzz.display()
