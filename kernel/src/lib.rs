@@ -7,7 +7,7 @@
 //!   consumed, the decision trace, coverage, assertion state, trace hash.
 //! - [`replay`] reruns an input and names the first divergent decision: the
 //!   determinism check that catches a target reading the clock.
-//! - [`shrink`] finds a shortlex-minimal input with the same failure
+//! - [`shrink()`] finds a shortlex-minimal input with the same failure
 //!   [`Signature`], and the shortest failing prefix under the nominal tail.
 //! - [`campaign`] keeps what a campaign learned (corpus, per-property state,
 //!   coverage), serializable so that a campaign stops and resumes.

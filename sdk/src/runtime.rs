@@ -4,7 +4,7 @@
 //! A region is either *attached* by a controller ([`attach`]) or, on first
 //! use, created by local mode from the environment (`DST_SEED`, `DST_INPUT`,
 //! `DST_OUTPUT`, `DST_TRACE`, `DST_ABORT_ON_FAILURE`). Assertion fast paths read
-//! only [`MODE`]; everything else goes through the slow paths here.
+//! only the `MODE` atomic; everything else goes through the slow paths here.
 
 use std::fs::File;
 use std::io::Write;
@@ -307,7 +307,7 @@ pub(crate) fn decide(
             offset,
             value,
             site: site_id,
-            width: bytes.len() as u16,
+            width: bytes.len().min(u16::MAX as usize) as u16,
             kind: kind as u8,
             _reserved: 0,
         },
