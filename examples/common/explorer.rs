@@ -110,5 +110,21 @@ pub fn check_finding(campaign: &Campaign, message: &str, max_shrunk: u64) -> Val
     assert_eq!(replay["signature"]["message"], message);
     assert_eq!(replay["determinism"]["verdict"], "stable");
     assert!(!replay["decisions"].as_array().unwrap().is_empty());
+    // The same input, in local mode, in the plain binary (as under a debugger).
+    let local = Command::new(&campaign.binary)
+        .arg("run")
+        .env("DST_INPUT", path.join("input"))
+        .output()
+        .unwrap();
+    assert_eq!(local.status.code(), Some(1), "the local run fails too");
+    let stderr = String::from_utf8_lossy(&local.stderr);
+    assert!(stderr.contains("assertion failed: "), "{stderr}");
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(
+        record["reproduce"]["debugger"]
+            .as_str()
+            .unwrap()
+            .starts_with("DST_INPUT=")
+    );
     record
 }

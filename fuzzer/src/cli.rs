@@ -26,6 +26,11 @@ struct Cli {
 enum Command {
     /// Explore the target: search for runs that break its properties.
     Fuzz(FuzzArgs),
+    /// Run the target once in the SDK's local mode, as a plain program:
+    /// decisions from DST_SEED or DST_INPUT, failures on stderr, DST_OUTPUT
+    /// and DST_TRACE as usual. For replaying a finding under gdb or rr:
+    /// `DST_INPUT=findings/NAME/SIG/input gdb --args ./NAME run`.
+    Run,
     /// Run one input and explain it: outcome, then every decision in order.
     /// Each run happens in a forked child, so a crash or hang is reported.
     Replay {
@@ -179,6 +184,17 @@ pub fn run(target: Target) -> i32 {
         ),
         Command::Report { json, campaign } => {
             report_command(&campaign.unwrap_or_else(|| default_campaign(&name)), json)
+        }
+        Command::Run => {
+            let mut target = target;
+            target();
+            Ok(match dst::runtime::first_failure() {
+                Some(message) => {
+                    eprintln!("dst: the run broke \"{message}\"");
+                    exit::FINDING
+                }
+                None => exit::OK,
+            })
         }
         Command::Catalog { json } => {
             catalog(json);

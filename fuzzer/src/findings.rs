@@ -259,6 +259,17 @@ pub fn process(
     if let (Value::Object(d), Value::Object(e)) = (&mut description, extra) {
         d.extend(e);
     }
+    let path = dir.join(&name);
+    if let (Value::Object(d), Ok(binary)) = (&mut description, std::env::current_exe()) {
+        let input = path.join("input");
+        d.insert(
+            "reproduce".into(),
+            json!({
+                "explain": format!("{} replay {}", binary.display(), input.display()),
+                "debugger": format!("DST_INPUT={} gdb --args {} run", input.display(), binary.display()),
+            }),
+        );
+    }
 
     // Write into a temporary folder, then rename it into place.
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
@@ -274,7 +285,6 @@ pub fn process(
     }
     let text = serde_json::to_vec_pretty(&description).expect("JSON values serialize");
     store::write(&tmp.join("finding.json"), &text)?;
-    let path = dir.join(&name);
     if let Err(source) = std::fs::rename(&tmp, &path) {
         let _ = std::fs::remove_dir_all(&tmp);
         if path.exists() {

@@ -100,6 +100,14 @@ pub fn detach() {
     REGION.store(std::ptr::null_mut(), Ordering::Release);
 }
 
+/// The message of the first must-hold property that failed in the current
+/// run (in local mode: in this process), if any.
+pub fn first_failure() -> Option<&'static str> {
+    let failure = region().header().first_failure.load(Ordering::Acquire);
+    let index = usize::try_from(failure).ok()?.checked_sub(1)?;
+    Some(CATALOG.get(index).map_or("?", |site| site.message))
+}
+
 /// The current region, initializing local mode if nothing is attached.
 fn region() -> RegionRef {
     loop {
