@@ -11,7 +11,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use dst::catalog::{CATALOG, SiteInfo};
+use dst::catalog::SiteInfo;
 use dst::region::{Event, Header, Layout, RegionRef};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
@@ -82,7 +82,7 @@ impl<F: FnMut()> Forking<F> {
         install_panic_hook();
         Forking {
             region: SharedRegion::new(Layout {
-                sites_capacity: CATALOG.len().max(1),
+                sites_capacity: dst::catalog::count().max(1),
                 coverage_size: DECISION_COVERAGE,
                 ..Layout::default()
             }),

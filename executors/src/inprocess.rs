@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, Once};
 
-use dst::catalog::{CATALOG, SiteInfo};
+use dst::catalog::SiteInfo;
 use dst::region::{Layout, OwnedRegion, RegionRef};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
@@ -59,7 +59,7 @@ impl<F: FnMut()> InProcess<F> {
         InProcess::with_layout(
             target,
             Layout {
-                sites_capacity: CATALOG.len().max(1),
+                sites_capacity: dst::catalog::count().max(1),
                 coverage_size: DECISION_COVERAGE,
                 ..Layout::default()
             },

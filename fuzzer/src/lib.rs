@@ -19,6 +19,7 @@
 
 pub mod cli;
 pub mod coverage;
+pub mod elf;
 pub mod exit;
 pub mod explore;
 pub mod feedback;

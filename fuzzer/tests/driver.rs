@@ -121,3 +121,54 @@ fn an_unknown_target_is_exit_3() {
     assert_eq!(nowhere.status.code(), Some(3));
     assert!(one_line(&nowhere).contains("cargo dst-fuzz init"));
 }
+
+#[test]
+fn the_catalog_of_a_c_object_is_read_from_its_section() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let object = std::env::temp_dir().join(format!("dst-catalog-{}.o", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-std=c11", "-c", "-o"])
+        .arg(&object)
+        .arg(repo.join("sdk-c/tests/c/basic.c"))
+        .arg("-I")
+        .arg(repo.join("sdk-c/include"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = driver(&repo, &["catalog", object.to_str().unwrap(), "--json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sites: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let messages: Vec<&str> = sites
+        .iter()
+        .map(|s| s["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "a C sometimes nobody reaches",
+            "below stays in range",
+            "a C always that fails",
+            "the coin lands heads",
+            "the C program runs",
+            "n is sometimes large",
+            "n is at most 99",
+        ]
+    );
+    assert_eq!(sites[0]["kind"], "sometimes");
+    assert_eq!(sites[5]["kind"], "sometimes_greater_than");
+    assert!(
+        sites[1]["location"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("basic.c")
+    );
+    assert_eq!(sites[1]["location"]["line"], 14);
+
+    let garbage = driver(&repo, &["catalog", "Cargo.toml"]);
+    assert_eq!(garbage.status.code(), Some(4));
+    assert!(one_line(&garbage).contains("is not an object file"));
+}

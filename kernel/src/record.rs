@@ -2,7 +2,6 @@
 
 use std::fmt;
 
-use dst::catalog::CATALOG;
 use dst::region::{DecisionRecord, Event, RegionRef, SITE_HIT};
 use serde::{Deserialize, Serialize};
 
@@ -166,8 +165,7 @@ impl RunRecord {
             crash
         } else if failure != 0 {
             let site = (failure - 1) as u32;
-            let message = CATALOG
-                .get(site as usize)
+            let message = dst::catalog::get(site as usize)
                 .map_or_else(|| format!("site #{site}"), |s| s.message.to_string());
             Outcome::AssertionFailure { site, message }
         } else {

@@ -1,4 +1,260 @@
-//! `dst-c`: will build `libdst.so`, `libdst.a` and `include/dst.h`, the C and
-//! C++ face of the `dst` SDK (one implementation of the decision stream and the
-//! region, wrapped), with the `dst_catalog` ELF section and the fork server.
-//! Nothing is implemented yet: see the libdst issue.
+//! `dst-c`: libdst, the dst SDK for C and C++. It builds `libdst.so` and
+//! `libdst.a` from the Rust SDK, so there is one implementation of the
+//! decision stream, the region and local mode; `include/dst.h` declares the
+//! C API and its assertion macros.
+//!
+//! Each macro site is a record in the binary's `dst_catalog` section (format:
+//! `dst::catalog::c`). A constructor emitted by `dst.h` hands the section to
+//! [`dst_register_catalog`] before `main`, which adds every record to the
+//! SDK's catalog; an assertion call passes its record and a slot where the
+//! record's catalog index is cached after the first call.
+//!
+//! Still to come (the libdst issue): the shared-memory transport, the fork
+//! server, C coverage callbacks and crash symbolization.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char};
+use std::sync::Mutex;
+
+use dst_sdk::catalog::{self, Site, c};
+
+/// Record addresses already registered, with their catalog indices.
+static REGISTERED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+/// Fault names, with their registered sites.
+static FAULTS: Mutex<Option<HashMap<String, &'static Site>>> = Mutex::new(None);
+
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+/// Adds a parsed record (at address `at`) to the catalog, once.
+fn register(at: usize, record: &c::Record, registered: &mut HashMap<usize, usize>) -> usize {
+    *registered.entry(at).or_insert_with(|| {
+        catalog::register(Site {
+            kind: record.kind,
+            message: leak(&record.message),
+            condition: leak(&record.condition),
+            file: leak(&record.file),
+            line: record.line,
+            column: 0,
+            module: "",
+            id: catalog::site_hash(&record.file, record.line, 0),
+        })
+    })
+}
+
+/// Registers the records of a `dst_catalog` section.
+///
+/// # Safety
+/// `start..stop` must be a readable range (a section's bounds), or null.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_register_catalog(start: *const u8, stop: *const u8) {
+    if start.is_null() || stop <= start {
+        return;
+    }
+    // SAFETY: the caller passes the bounds of a mapped section.
+    let section = unsafe { std::slice::from_raw_parts(start, stop as usize - start as usize) };
+    let mut registered = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+    let registered = registered.get_or_insert_with(HashMap::new);
+    for record in c::parse(section) {
+        register(start as usize + record.offset, &record, registered);
+    }
+}
+
+/// The catalog index of the record at `site`, cached in `slot` (index + 1).
+///
+/// # Safety
+/// `site` must point at a record made by `dst.h`; `slot` at its `u32`.
+unsafe fn index_of(site: *const u8, slot: *mut u32) -> Option<usize> {
+    if site.is_null() || slot.is_null() {
+        return None;
+    }
+    // SAFETY: `slot` is the site's own static (caller's contract).
+    let cached = unsafe { slot.read_volatile() };
+    if cached != 0 {
+        return Some(cached as usize - 1);
+    }
+    let mut registered = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+    let registered = registered.get_or_insert_with(HashMap::new);
+    let index = match registered.get(&(site as usize)) {
+        Some(&index) => index,
+        None => {
+            // Not registered by a constructor (a binary built without one):
+            // register this record alone.
+            // SAFETY: the header says how long the record is.
+            let size = unsafe { site.add(8).cast::<u32>().read_unaligned() } as usize;
+            // SAFETY: the record spans `size` bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(site, size.max(c::HEADER)) };
+            let record = c::parse_one(bytes)?;
+            register(site as usize, &record, registered)
+        }
+    };
+    // SAFETY: as above.
+    unsafe { slot.write_volatile(index as u32 + 1) };
+    Some(index)
+}
+
+/// Details as JSON text: a valid JSON string as is, an invalid one reported.
+///
+/// # Safety
+/// `details` must be null or a NUL-terminated string.
+unsafe fn details(details: *const c_char) -> Option<String> {
+    if details.is_null() {
+        return None;
+    }
+    // SAFETY: caller's contract.
+    let text = unsafe { CStr::from_ptr(details) }.to_string_lossy();
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(_) => Some(text.into_owned()),
+        Err(err) => {
+            eprintln!("dst: details are not valid JSON ({err}): {text}");
+            Some(
+                serde_json::json!({ "dst_error": format!("invalid JSON: {err}"), "text": text })
+                    .to_string(),
+            )
+        }
+    }
+}
+
+/// An assertion evaluation from a `dst.h` macro.
+///
+/// # Safety
+/// `site` and `slot` come from `DST__SITE`; `details_json` is null or a
+/// NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_assert_site(
+    site: *const u8,
+    slot: *mut u32,
+    condition: bool,
+    details_json: *const c_char,
+) {
+    // SAFETY: forwarded from this function's contract.
+    let Some(index) = (unsafe { index_of(site, slot) }) else {
+        return;
+    };
+    let Some(info) = catalog::get(index) else {
+        return;
+    };
+    // SAFETY: forwarded from this function's contract.
+    let details = || unsafe { details(details_json) };
+    dst_sdk::runtime::assert_at(info, index, condition, f64::NAN, details);
+}
+
+/// A numeric assertion evaluation from a `dst.h` macro.
+///
+/// # Safety
+/// As for [`dst_assert_site`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_assert_cmp_site(
+    site: *const u8,
+    slot: *mut u32,
+    condition: bool,
+    left: f64,
+    right: f64,
+    details_json: *const c_char,
+) {
+    // SAFETY: forwarded from this function's contract.
+    let Some(index) = (unsafe { index_of(site, slot) }) else {
+        return;
+    };
+    let Some(info) = catalog::get(index) else {
+        return;
+    };
+    let score = info.kind.score(left - right);
+    let details = || {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { details(details_json) }
+            .or_else(|| Some(serde_json::json!({ "left": left, "right": right }).to_string()))
+    };
+    dst_sdk::runtime::assert_at(info, index, condition, score, details);
+}
+
+/// A uniformly random `u64` (nominal 0).
+#[unsafe(no_mangle)]
+pub extern "C" fn dst_random_u64() -> u64 {
+    dst_sdk::random::u64()
+}
+
+/// A value in `0..n` (nominal 0).
+#[unsafe(no_mangle)]
+pub extern "C" fn dst_random_below(n: u64) -> u64 {
+    dst_sdk::random::below(n)
+}
+
+/// A random boolean (nominal false).
+#[unsafe(no_mangle)]
+pub extern "C" fn dst_random_bool() -> bool {
+    dst_sdk::random::bool()
+}
+
+/// A named fault point (nominal false); the name becomes a catalog entry.
+///
+/// # Safety
+/// `name` must be null or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_fault(name: *const c_char) -> bool {
+    let name = if name.is_null() {
+        "unnamed fault".to_string()
+    } else {
+        // SAFETY: caller's contract.
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let site = {
+        let mut faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
+        let faults = faults.get_or_insert_with(HashMap::new);
+        *faults.entry(name.clone()).or_insert_with(|| {
+            let index = catalog::register(Site {
+                kind: catalog::Kind::Fault,
+                message: leak(&name),
+                condition: "",
+                file: "",
+                line: 0,
+                column: 0,
+                module: "",
+                id: catalog::site_hash(&name, 0, 0),
+            });
+            catalog::get(index).expect("just registered")
+        })
+    };
+    dst_sdk::runtime::__fault(site)
+}
+
+/// # Safety
+/// `details_json` must be null or a NUL-terminated string.
+unsafe fn event(name: &str, details_json: *const c_char) {
+    // SAFETY: forwarded from this function's contract.
+    let details = unsafe { details(details_json) }
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+        .unwrap_or(serde_json::Value::Null);
+    dst_sdk::lifecycle::send_event(name, &details);
+}
+
+/// Declares that setup is complete.
+///
+/// # Safety
+/// `details_json` must be null or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_setup_complete(details_json: *const c_char) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { event("setup_complete", details_json) };
+}
+
+/// Records a named event.
+///
+/// # Safety
+/// `name` and `details_json` must be null or NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_send_event(name: *const c_char, details_json: *const c_char) {
+    let name = if name.is_null() {
+        "event".to_string()
+    } else {
+        // SAFETY: caller's contract.
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { event(&name, details_json) };
+}

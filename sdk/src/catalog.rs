@@ -137,11 +137,20 @@ pub struct Site {
 }
 
 impl Site {
-    /// This site's index in [`CATALOG`] (its slot in the region's site table).
+    /// This site's index in the catalog (its slot in the region's site
+    /// table): its place in [`CATALOG`], or after it for a registered site.
     #[inline]
     pub fn index(&'static self) -> usize {
         let start = CATALOG.as_ptr() as usize;
-        (self as *const Site as usize - start) / size_of::<Site>()
+        let at = self as *const Site as usize;
+        if at >= start && at < start + CATALOG.len() * size_of::<Site>() {
+            (at - start) / size_of::<Site>()
+        } else {
+            foreign()
+                .iter()
+                .position(|s| std::ptr::eq(*s, self))
+                .map_or(usize::MAX, |i| CATALOG.len() + i)
+        }
     }
 
     /// An owned, serializable copy (what the kernel keeps per campaign).
@@ -188,9 +197,44 @@ pub struct SiteInfo {
     pub id: u32,
 }
 
+/// Sites registered at run time, after [`CATALOG`]'s: the C and C++ sites of
+/// a binary linking libdst, read from its `dst_catalog` section.
+static FOREIGN: std::sync::Mutex<Vec<&'static Site>> = std::sync::Mutex::new(Vec::new());
+
+fn foreign() -> std::sync::MutexGuard<'static, Vec<&'static Site>> {
+    FOREIGN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Adds a site that is not in [`CATALOG`] (see `FOREIGN`); returns its index.
+/// Register sites before the first run: the region's site table is sized
+/// from [`count`].
+pub fn register(site: Site) -> usize {
+    let site: &'static Site = Box::leak(Box::new(site));
+    let mut foreign = foreign();
+    foreign.push(site);
+    CATALOG.len() + foreign.len() - 1
+}
+
+/// Every site: [`CATALOG`], then the registered ones.
+pub fn all() -> Vec<&'static Site> {
+    CATALOG.iter().chain(foreign().iter().copied()).collect()
+}
+
+/// How many sites there are (the size of the region's site table).
+pub fn count() -> usize {
+    CATALOG.len() + foreign().len()
+}
+
+/// The site at `index`.
+pub fn get(index: usize) -> Option<&'static Site> {
+    CATALOG
+        .get(index)
+        .or_else(|| foreign().get(index.checked_sub(CATALOG.len())?).copied())
+}
+
 /// The catalog of this binary, in index order.
 pub fn sites() -> Vec<SiteInfo> {
-    CATALOG.iter().map(Site::info).collect()
+    all().into_iter().map(Site::info).collect()
 }
 
 /// A stable 32-bit id for a source location (FNV-1a), usable in `const`.
@@ -237,4 +281,131 @@ macro_rules! __site {
         };
         &SITE
     }};
+}
+
+/// The C and C++ catalog record format (see `sdk-c/include/dst.h`): a
+/// `dst_catalog` ELF section of records, each a header followed by the
+/// NUL-terminated message, condition and file, the next record starting at
+/// the next 8-byte boundary. No pointers, so the section can be read from
+/// the binary file as well as from memory.
+pub mod c {
+    use super::{Kind, Location, SiteInfo, site_hash};
+
+    /// `"DSTC"` read as a little-endian `u32`.
+    pub const MAGIC: u32 = u32::from_le_bytes(*b"DSTC");
+    /// Bytes of a record's header.
+    pub const HEADER: usize = 24;
+
+    /// The kind numbers of `dst.h` (`DST_KIND_*`).
+    pub fn kind(number: u16) -> Option<Kind> {
+        use Kind::*;
+        Some(match number {
+            1 => Always,
+            2 => AlwaysOrUnreachable,
+            3 => Sometimes,
+            4 => Reachable,
+            5 => Unreachable,
+            6 => AlwaysGreaterThan,
+            7 => AlwaysGreaterThanOrEqualTo,
+            8 => AlwaysLessThan,
+            9 => AlwaysLessThanOrEqualTo,
+            10 => SometimesGreaterThan,
+            11 => SometimesGreaterThanOrEqualTo,
+            12 => SometimesLessThan,
+            13 => SometimesLessThanOrEqualTo,
+            _ => return None,
+        })
+    }
+
+    /// One parsed record and where it starts in the section.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Record {
+        pub offset: usize,
+        pub kind: Kind,
+        pub message: String,
+        pub condition: String,
+        pub file: String,
+        pub line: u32,
+    }
+
+    impl Record {
+        /// As a catalog entry with catalog index `index`.
+        pub fn info(&self, index: u32) -> SiteInfo {
+            SiteInfo {
+                index,
+                kind: self.kind,
+                message: self.message.clone(),
+                condition: self.condition.clone(),
+                location: Location {
+                    file: self.file.clone(),
+                    line: self.line,
+                    column: 0,
+                    module: String::new(),
+                },
+                id: site_hash(&self.file, self.line, 0),
+            }
+        }
+    }
+
+    fn u16_at(bytes: &[u8], at: usize) -> usize {
+        usize::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
+    }
+
+    fn u32_at(bytes: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes"))
+    }
+
+    fn text(bytes: &[u8]) -> Option<String> {
+        let text = bytes.strip_suffix(&[0])?;
+        String::from_utf8(text.to_vec()).ok()
+    }
+
+    /// Parses the record at the start of `bytes` (which may run on past it).
+    pub fn parse_one(bytes: &[u8]) -> Option<Record> {
+        if bytes.len() < HEADER || u32_at(bytes, 0) != MAGIC {
+            return None;
+        }
+        let kind = kind(u16_at(bytes, 4) as u16)?;
+        let header = u16_at(bytes, 6);
+        let size = u32_at(bytes, 8) as usize;
+        let line = u32_at(bytes, 12);
+        let lens = [u16_at(bytes, 16), u16_at(bytes, 18), u16_at(bytes, 20)];
+        if header < HEADER || size > bytes.len() || header + lens.iter().sum::<usize>() > size {
+            return None;
+        }
+        let message = text(&bytes[header..header + lens[0]])?;
+        let at = header + lens[0];
+        let condition = text(&bytes[at..at + lens[1]])?;
+        let at = at + lens[1];
+        let file = text(&bytes[at..at + lens[2]])?;
+        Some(Record {
+            offset: 0,
+            kind,
+            message,
+            condition,
+            file,
+            line,
+        })
+    }
+
+    /// Parses a whole section; zero padding between records is skipped, and
+    /// anything else malformed ends the walk (what was read is returned).
+    pub fn parse(section: &[u8]) -> Vec<Record> {
+        let mut records = Vec::new();
+        let mut at = 0;
+        while at + HEADER <= section.len() {
+            if u32_at(section, at) == 0 {
+                at += 8;
+                continue;
+            }
+            let Some(mut record) = parse_one(&section[at..]) else {
+                break;
+            };
+            let size = u32_at(section, at + 8) as usize;
+            record.offset = at;
+            records.push(record);
+            at = (at + size).div_ceil(8) * 8;
+        }
+        records
+    }
 }

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use crate::catalog::{CATALOG, Site};
+use crate::catalog::{self, Site};
 use crate::decision::{self, Stream};
 use crate::region::{
     self, DecisionRecord, Event, FLAG_TRACE_SITES, Layout, OwnedRegion, RegionError, RegionRef,
@@ -105,7 +105,7 @@ pub fn detach() {
 pub fn first_failure() -> Option<&'static str> {
     let failure = region().header().first_failure.load(Ordering::Acquire);
     let index = usize::try_from(failure).ok()?.checked_sub(1)?;
-    Some(CATALOG.get(index).map_or("?", |site| site.message))
+    Some(catalog::get(index).map_or("?", |site| site.message))
 }
 
 /// The current region, initializing local mode if nothing is attached.
@@ -133,7 +133,7 @@ fn init_local() {
         let layout = Layout {
             input_capacity: input.len(),
             coverage_size: 0,
-            sites_capacity: CATALOG.len(),
+            sites_capacity: catalog::count(),
             decisions_capacity: 1 << 16,
             events_capacity: 1 << 16,
         };
@@ -161,7 +161,7 @@ fn init_local() {
                 "seed": decision::tail_seed(&input),
                 "input_len": input.len(),
             }));
-            for site in CATALOG.iter() {
+            for site in catalog::all() {
                 local.write_line(&assertion_json(site, false, false, None));
             }
         }
@@ -372,12 +372,23 @@ pub fn __assert(
     score: f64,
     details: impl FnOnce() -> Option<String>,
 ) {
+    assert_at(site, site.index(), condition, score, details);
+}
+
+/// [`__assert`] for a site whose catalog index the caller knows (registered
+/// sites, which cache it).
+pub fn assert_at(
+    site: &'static Site,
+    index: usize,
+    condition: bool,
+    score: f64,
+    details: impl FnOnce() -> Option<String>,
+) {
     let region = region();
     if MODE.load(Ordering::Relaxed) == QUIET && !site.kind.fails_on(condition) {
         return;
     }
     let header = region.header();
-    let index = site.index();
     let Some(state) = region.site(index) else {
         header
             .status

@@ -87,7 +87,9 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Print every assertion and fault site of a target.
+    /// Print every assertion and fault site of a target, or of any binary
+    /// linking libdst (when NAME is a path to a file: read from its
+    /// dst_catalog section, without running it).
     Catalog {
         name: String,
         #[arg(long)]
@@ -210,6 +212,26 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 args.push("--json".into());
             }
             call(&name, &binary, &args)
+        }
+        Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
+            let sites =
+                dst_fuzz::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&sites).expect("sites serialize")
+                );
+            } else {
+                for site in sites {
+                    println!(
+                        "{:<34} \"{}\" at {}",
+                        site.kind.name(),
+                        site.message,
+                        site.location
+                    );
+                }
+            }
+            Ok(exit::OK)
         }
         Cmd::Catalog { name, json } => {
             let binary = fuzz.build(&name)?;
