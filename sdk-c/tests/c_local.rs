@@ -12,7 +12,20 @@ fn target_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// Builds libdst itself: integration tests do not get the cdylib built.
+fn build_libdst() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(manifest)
+        .status()
+        .expect("run cargo build for libdst");
+    assert!(status.success());
+    assert!(target_dir().join("libdst.so").exists());
+}
+
 fn build(name: &str) -> PathBuf {
+    build_libdst();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join(format!("dst-c-{name}-{}", std::process::id()));
     let status = Command::new("cc")
