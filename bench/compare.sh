@@ -12,7 +12,7 @@ echo "== bare LibAFL and dst in-process (uninstrumented), cargo bench"
 cargo bench -q -p dst-fuzz --bench throughput 2>/dev/null | tee "$work/bench.txt"
 
 echo "== dst through cargo dst-fuzz run (edge-instrumented target)"
-cargo dst-fuzz run throughput --runs "$runs" --json --quiet \
+cargo run -q --release -p dst-fuzz -- run throughput --runs "$runs" --json --quiet \
   > "$work/dst.json" 2> "$work/dst.err" || true
 dst=$(python3 -c "import json;print(int(json.load(open('$work/dst.json'))['exec_per_sec']))")
 echo "dst (cargo dst-fuzz run)            $dst exec/s"
