@@ -25,6 +25,8 @@ const PANICKED: i32 = 101;
 struct SharedRegion {
     base: *mut u8,
     len: usize,
+    /// Validated once, at creation (see `process::Segment`).
+    view: RegionRef,
 }
 
 impl SharedRegion {
@@ -52,13 +54,13 @@ impl SharedRegion {
         // SAFETY: the mapping is at least `size_of::<Header>()` bytes, page
         // aligned, zeroed, and owned by us.
         unsafe { base.cast::<Header>().write(header) };
-        SharedRegion { base, len }
+        // SAFETY: `base` maps `len` bytes until the region is dropped.
+        let view = unsafe { RegionRef::new(base, len) }.expect("a freshly written header is valid");
+        SharedRegion { base, len, view }
     }
 
     fn view(&self) -> RegionRef {
-        // SAFETY: `base` maps `len` bytes until `self` is dropped; the header
-        // was written by `new`.
-        unsafe { RegionRef::new(self.base, self.len) }.expect("a freshly written header is valid")
+        self.view
     }
 }
 
@@ -144,7 +146,7 @@ impl<F: FnMut()> Forking<F> {
 }
 
 /// A signal's name, for crash signatures.
-fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     match signal {
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGABRT => "SIGABRT".into(),

@@ -9,16 +9,23 @@
 //!   shared-memory region, with a per-run timeout: for targets that crash the
 //!   process or hang.
 //!
-//! Still to come, behind the same trait: a separate process over shared
-//! memory (C/C++ services), wasm, a CPU emulator and a KVM virtual machine.
+//! - [`process`]: another program (a C or C++ service linking libdst), one
+//!   process per input, over a region in a named shared-memory segment; its
+//!   catalog is read from its binary ([`elf`]).
+//!
+//! Still to come, behind the same trait: a fork server for the process
+//! executor, wasm, a CPU emulator and a KVM virtual machine.
 
+pub mod elf;
 pub mod fork;
 pub mod inprocess;
+pub mod process;
 
 use dst::catalog::SiteInfo;
 pub use dst_kernel::{RunRecord, Runner};
 pub use fork::Forking;
 pub use inprocess::InProcess;
+pub use process::Process;
 
 /// Runs inputs against one target at one level.
 ///

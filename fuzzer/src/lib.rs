@@ -19,7 +19,6 @@
 
 pub mod cli;
 pub mod coverage;
-pub mod elf;
 pub mod exit;
 pub mod explore;
 pub mod feedback;

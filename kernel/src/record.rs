@@ -113,13 +113,24 @@ impl RunRecord {
     /// executor's observation (a panic, a signal) and `timed_out` whether it
     /// cut the run short; an assertion failure is read from the region.
     pub fn read(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
-        RunRecord::read_with(region, crash, timed_out, true)
+        RunRecord::read_with(region, crash, timed_out, true, None)
+    }
+
+    /// [`RunRecord::read`] for a target in another binary, whose catalog
+    /// (read from its file) names the failing property.
+    pub fn read_foreign(
+        region: RegionRef,
+        crash: Option<Outcome>,
+        timed_out: bool,
+        catalog: &[dst::catalog::SiteInfo],
+    ) -> RunRecord {
+        RunRecord::read_with(region, crash, timed_out, true, Some(catalog))
     }
 
     /// Like [`RunRecord::read`], without the decision trace, coverage and
     /// events: what the explorer needs after every execution, cheaply.
     pub fn summary(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
-        RunRecord::read_with(region, crash, timed_out, false)
+        RunRecord::read_with(region, crash, timed_out, false, None)
     }
 
     fn read_with(
@@ -127,6 +138,7 @@ impl RunRecord {
         crash: Option<Outcome>,
         timed_out: bool,
         full: bool,
+        catalog: Option<&[dst::catalog::SiteInfo]>,
     ) -> RunRecord {
         let h = region.header();
         let order = std::sync::atomic::Ordering::Acquire;
@@ -165,8 +177,11 @@ impl RunRecord {
             crash
         } else if failure != 0 {
             let site = (failure - 1) as u32;
-            let message = dst::catalog::get(site as usize)
-                .map_or_else(|| format!("site #{site}"), |s| s.message.to_string());
+            let message = match catalog {
+                Some(catalog) => catalog.get(site as usize).map(|s| s.message.clone()),
+                None => dst::catalog::get(site as usize).map(|s| s.message.to_string()),
+            }
+            .unwrap_or_else(|| format!("site #{site}"));
             Outcome::AssertionFailure { site, message }
         } else {
             Outcome::Pass

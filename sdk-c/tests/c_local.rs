@@ -24,10 +24,10 @@ fn build_libdst() {
     assert!(target_dir().join("libdst.so").exists());
 }
 
-fn build(name: &str) -> PathBuf {
+fn build(name: &str, tag: &str) -> PathBuf {
     build_libdst();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::env::temp_dir().join(format!("dst-c-{name}-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("dst-c-{name}-{tag}-{}", std::process::id()));
     let status = Command::new("cc")
         .args(["-std=c11", "-Wall", "-Werror", "-o"])
         .arg(&out)
@@ -65,7 +65,7 @@ fn lines(path: &Path) -> Vec<Value> {
 
 #[test]
 fn a_c_program_runs_in_local_mode() {
-    let binary = build("basic");
+    let binary = build("basic", "local");
     let out = std::env::temp_dir().join(format!("dst-c-basic-{}.jsonl", std::process::id()));
     let output = run(
         &binary,
@@ -124,4 +124,71 @@ fn a_c_program_runs_in_local_mode() {
     let replay = run(&binary, &[("DST_INPUT", input.to_str().unwrap())]);
     let stdout = String::from_utf8_lossy(&replay.stdout);
     assert!(stdout.starts_with("n=42 coin=1 u64=0"), "{stdout}");
+}
+
+#[test]
+fn the_process_executor_runs_a_c_program_over_shared_memory() {
+    use dst_executors::{Executor, Process, Runner};
+    use dst_kernel::{Outcome, Signature};
+    use std::time::Duration;
+
+    let binary = build("basic", "process");
+    let mut exec = Process::new(&binary, &[], Duration::from_secs(5)).unwrap();
+    let catalog = exec.catalog();
+    assert_eq!(catalog.len(), 7, "read from the binary before any run");
+
+    let nominal = exec.run(&[]);
+    assert_eq!(
+        nominal.signature(),
+        Some(Signature::Property {
+            message: "a C always that fails".into()
+        })
+    );
+    assert_eq!(nominal.decision_count, 4, "below, bool, fault, u64");
+    assert_eq!(exec.run(&[]).trace_hash, nominal.trace_hash, "runs repeat");
+
+    let record = exec.run(&[0, 0, 0, 0, 0, 0, 0, 0, 42, 1, 0xF0]);
+    let values: Vec<u64> = record.decisions.iter().map(|d| d.value).collect();
+    assert_eq!(values, [42, 1, 1, 0]);
+    assert!(record.events.iter().any(
+        |e| matches!(e, dst_sdk::region::Event::Lifecycle { name, .. } if name == "message lost")
+    ));
+
+    // A target given a segment it cannot use says so and exits with 86.
+    let missing = Command::new(&binary)
+        .env("DST_REGION", "/dst-no-such-segment")
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(86));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.starts_with("dst: DST_REGION=/dst-no-such-segment: "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1);
+
+    // A header from another layout version is rejected before any write.
+    let name = std::ffi::CString::new(exec.segment_name()).unwrap();
+    // SAFETY: opening and mapping the executor's own segment for this test;
+    // the version field is at offset 8 of the header.
+    unsafe {
+        let fd = libc::shm_open(name.as_ptr(), libc::O_RDWR, 0);
+        assert!(fd >= 0);
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        libc::close(fd);
+        assert_ne!(base, libc::MAP_FAILED);
+        base.cast::<u8>().add(8).cast::<u32>().write_volatile(99);
+        libc::munmap(base, 4096);
+    }
+    match exec.run(&[]).outcome {
+        Outcome::Crash { cause, .. } => assert_eq!(cause, "region"),
+        other => panic!("{other:?}"),
+    }
 }

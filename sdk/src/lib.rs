@@ -39,6 +39,7 @@ pub mod lifecycle;
 pub mod random;
 pub mod region;
 pub mod runtime;
+pub mod shm;
 
 pub use runtime::{attach, detach};
 

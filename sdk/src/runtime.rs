@@ -126,8 +126,14 @@ fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Sets up local mode from the environment (once per process).
+/// Sets up local mode from the environment (once per process), unless an
+/// explorer's process executor named a shared region in `DST_REGION`.
 fn init_local() {
+    static SHARED: OnceLock<bool> = OnceLock::new();
+    if *SHARED.get_or_init(crate::shm::attach_from_env) && !REGION.load(Ordering::Acquire).is_null()
+    {
+        return;
+    }
     let local = LOCAL.get_or_init(|| {
         let input = local_input();
         let layout = Layout {

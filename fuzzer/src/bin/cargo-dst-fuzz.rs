@@ -215,7 +215,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         }
         Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
             let sites =
-                dst_fuzz::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
+                dst_executors::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
             if json {
                 println!(
                     "{}",
