@@ -4,7 +4,9 @@
 //!
 //! The segment is private (mode 0600, a unique name) and removed when the
 //! executor is dropped. The target's catalog is read from its binary before
-//! any run. A fork server, so that setup runs once, comes next.
+//! any run. Targets run without address-space randomization, so that code
+//! addresses, and with them edge coverage, repeat from run to run. A fork
+//! server, so that setup runs once, comes next.
 
 use std::ffi::{CString, OsString};
 use std::path::{Path, PathBuf};
@@ -157,13 +159,25 @@ impl Runner for Process {
         } else {
             Stdio::inherit
         };
-        let child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .args(&self.args)
             .env(REGION_ENV, self.segment_name())
             .stdin(Stdio::null())
             .stdout(output())
-            .stderr(output())
-            .spawn();
+            .stderr(output());
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only makes the personality syscall, which is async-signal-safe.
+        // Without address randomization, code addresses (so edge coverage)
+        // and anything the target derives from pointers repeat across runs.
+        unsafe {
+            command.pre_exec(|| {
+                libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+                Ok(())
+            });
+        }
+        let child = command.spawn();
         let mut child = match child {
             Ok(child) => child,
             Err(e) => {

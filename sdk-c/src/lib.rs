@@ -9,8 +9,12 @@
 //! SDK's catalog; an assertion call passes its record and a slot where the
 //! record's catalog index is cached after the first call.
 //!
-//! Still to come (the libdst issue): the shared-memory transport, the fork
-//! server, C coverage callbacks and crash symbolization.
+//! [`coverage`] receives gcc's and clang's `trace-pc` edge callbacks into the
+//! region's coverage map.
+//!
+//! Still to come (the libdst issue): the fork server and crash symbolization.
+
+pub mod coverage;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char};

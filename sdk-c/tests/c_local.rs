@@ -25,10 +25,15 @@ fn build_libdst() {
 }
 
 fn build(name: &str, tag: &str) -> PathBuf {
+    build_with(name, tag, &[])
+}
+
+fn build_with(name: &str, tag: &str, flags: &[&str]) -> PathBuf {
     build_libdst();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join(format!("dst-c-{name}-{tag}-{}", std::process::id()));
     let status = Command::new("cc")
+        .args(flags)
         .args(["-std=c11", "-Wall", "-Werror", "-o"])
         .arg(&out)
         .arg(manifest.join(format!("tests/c/{name}.c")))
@@ -191,4 +196,40 @@ fn the_process_executor_runs_a_c_program_over_shared_memory() {
         Outcome::Crash { cause, .. } => assert_eq!(cause, "region"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn trace_pc_coverage_reaches_the_region() {
+    use dst_executors::{Process, Runner};
+    use std::time::Duration;
+
+    let binary = build_with("basic", "coverage", &["-fsanitize-coverage=trace-pc"]);
+    let mut exec = Process::new(&binary, &[], Duration::from_secs(5)).unwrap();
+    let nominal = exec.run(&[]);
+    assert!(
+        nominal.coverage.len() > 5,
+        "edges were counted: {:?}",
+        nominal.coverage
+    );
+    assert_eq!(
+        exec.run(&[]).coverage,
+        nominal.coverage,
+        "the same run, the same edges"
+    );
+    // The fault fires: the event branch runs, so new edges appear.
+    let faulted = exec.run(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xF0]);
+    let edges = |r: &dst_kernel::RunRecord| -> std::collections::BTreeSet<u32> {
+        r.coverage.iter().map(|(i, _)| *i).collect()
+    };
+    assert!(
+        !edges(&faulted).is_subset(&edges(&nominal)),
+        "a new path gives new edges"
+    );
+    // Without instrumentation the map holds decision coverage only: a slot
+    // per (decision site, value) pair at most.
+    let plain = build("basic", "nocoverage");
+    let mut plain = Process::new(&plain, &[], Duration::from_secs(5)).unwrap();
+    let record = plain.run(&[]);
+    assert!(record.coverage.len() as u64 <= record.decision_count);
+    assert!(nominal.coverage.len() > record.coverage.len());
 }

@@ -108,6 +108,13 @@ pub fn first_failure() -> Option<&'static str> {
     Some(catalog::get(index).map_or("?", |site| site.message))
 }
 
+/// The current region's coverage map (empty in local mode), attaching to an
+/// explorer's region or starting local mode first if needed. For coverage
+/// callbacks of instrumented C code (libdst), which cache the answer.
+pub fn coverage_map() -> (*mut u8, usize) {
+    region().coverage_ptr()
+}
+
 /// The current region, initializing local mode if nothing is attached.
 fn region() -> RegionRef {
     loop {
