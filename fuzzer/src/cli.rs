@@ -389,22 +389,7 @@ fn report_command(campaign_file: &Path, as_json: bool) -> Result<i32, StoreError
 }
 
 fn catalog(as_json: bool) {
-    let sites = dst::catalog::sites();
-    if as_json {
-        println!(
-            "{}",
-            serde_json::to_string(&sites).expect("sites serialize")
-        );
-    } else {
-        for site in sites {
-            println!(
-                "{:<34} \"{}\" at {}",
-                site.kind.name(),
-                site.message,
-                site.location
-            );
-        }
-    }
+    report::print_catalog(&dst::catalog::sites(), as_json);
 }
 
 #[doc(hidden)]

@@ -1,6 +1,7 @@
 //! The property table: every catalog property with its kind, status, counts
 //! and first example or counterexample.
 
+use dst::catalog::SiteInfo;
 use dst_kernel::campaign::hex;
 use dst_kernel::{Campaign, Status};
 use serde_json::{Value, json};
@@ -89,5 +90,21 @@ fn short_hex(bytes: &[u8]) -> String {
         format!("{}... ({} bytes)", &text[..40], bytes.len())
     } else {
         text
+    }
+}
+
+/// Prints a catalog: one JSON array, or one line per site.
+pub fn print_catalog(sites: &[SiteInfo], as_json: bool) {
+    if as_json {
+        println!("{}", serde_json::to_string(sites).expect("sites serialize"));
+    } else {
+        for site in sites {
+            println!(
+                "{:<34} \"{}\" at {}",
+                site.kind.name(),
+                site.message,
+                site.location
+            );
+        }
     }
 }

@@ -216,21 +216,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
             let sites =
                 dst_executors::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&sites).expect("sites serialize")
-                );
-            } else {
-                for site in sites {
-                    println!(
-                        "{:<34} \"{}\" at {}",
-                        site.kind.name(),
-                        site.message,
-                        site.location
-                    );
-                }
-            }
+            dst_fuzz::report::print_catalog(&sites, json);
             Ok(exit::OK)
         }
         Cmd::Catalog { name, json } => {
