@@ -9,17 +9,19 @@
 //!   shared-memory region, with a per-run timeout: for targets that crash the
 //!   process or hang.
 //!
-//! - [`process`]: another program (a C or C++ service linking libdst), one
-//!   process per input, over a region in a named shared-memory segment; its
-//!   catalog is read from its binary ([`elf`]).
+//! - [`process`]: another program (a C or C++ service linking libdst), run
+//!   through its fork server (or one process per input) over a region in a
+//!   named shared-memory segment; its catalog is read from its binary
+//!   ([`elf`]), its crashes are symbolized from its DWARF ([`symbolize`]).
 //!
-//! Still to come, behind the same trait: a fork server for the process
-//! executor, wasm, a CPU emulator and a KVM virtual machine.
+//! Still to come, behind the same trait: wasm, a CPU emulator and a KVM
+//! virtual machine.
 
 pub mod elf;
 pub mod fork;
 pub mod inprocess;
 pub mod process;
+pub mod symbolize;
 
 use dst::catalog::SiteInfo;
 pub use dst_kernel::{RunRecord, Runner};

@@ -1,25 +1,41 @@
 //! The process executor: the target is another program (a C or C++ service
-//! linking libdst, or any binary using the SDK), started once per input with
-//! the region in a shared-memory segment named in `DST_REGION`.
+//! linking libdst, or a Rust binary using the SDK), with the region in a
+//! shared-memory segment named in `DST_REGION`.
+//!
+//! The program is started once as a fork server (`dst::forkserver`: before
+//! `main`, or at `setup_complete` with `DST_DEFER=1`) that forks a child per
+//! run, or resumes a persistent child (`dst_run`). A program that does not
+//! answer as a fork server (it does not link the SDK) is started once per
+//! input instead.
 //!
 //! The segment is private (mode 0600, a unique name) and removed when the
 //! executor is dropped. The target's catalog is read from its binary before
 //! any run. Targets run without address-space randomization, so that code
-//! addresses, and with them edge coverage, repeat from run to run. A fork
-//! server, so that setup runs once, comes next.
+//! addresses, and with them edge coverage, repeat from run to run. Each run
+//! leads its own process group, killed after the run, so processes it left
+//! behind cannot write into the next run. A header the target overwrote is
+//! restored and reported; a fatal signal is reported with its symbolized
+//! stack ([`crate::symbolize`]).
 
 use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use dst::catalog::SiteInfo;
+use dst::forkserver::{CMD_RUN, DEFER_ENV, FORKSERVER_ENV, HELLO};
 use dst::region::{Header, Layout, RegionRef};
 use dst::shm::{EXIT_BAD_REGION, REGION_ENV};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
 use crate::Executor;
 use crate::fork::signal_name;
+use crate::symbolize::{self, Symbolizer};
 
 /// Spare site slots beyond the binary's catalog, for sites registered at run
 /// time (`dst_fault` names).
@@ -33,7 +49,13 @@ struct Segment {
     /// Validated once, at creation: later runs must not trust (or panic
     /// over) what a target may have scribbled on the header.
     view: RegionRef,
+    /// The header's layout fields as created, restored before each use.
+    layout: Vec<u8>,
 }
+
+/// Bytes of the header that describe the layout (everything before the
+/// per-run fields).
+const LAYOUT_BYTES: usize = std::mem::offset_of!(Header, run_id);
 
 impl Segment {
     fn create(layout: Layout) -> std::io::Result<Segment> {
@@ -84,16 +106,29 @@ impl Segment {
         unsafe { base.cast::<Header>().write(header) };
         // SAFETY: `base` maps `len` bytes until the segment is dropped.
         let view = unsafe { RegionRef::new(base, len) }.expect("a freshly written header is valid");
+        // SAFETY: the header was just written; LAYOUT_BYTES is inside it.
+        let layout = unsafe { std::slice::from_raw_parts(base, LAYOUT_BYTES) }.to_vec();
         Ok(Segment {
             name,
             base,
             len,
             view,
+            layout,
         })
     }
 
-    fn view(&self) -> RegionRef {
-        self.view
+    /// The region, with its layout fields put back as created. Returns
+    /// whether they had been changed (by a target writing over them).
+    fn restore(&self) -> (RegionRef, bool) {
+        // SAFETY: the first LAYOUT_BYTES bytes of the mapping are the
+        // header's plain fields; no run is in progress (the run's processes
+        // are stopped or dead), so nothing else writes them now.
+        let current = unsafe { std::slice::from_raw_parts_mut(self.base, LAYOUT_BYTES) };
+        let changed = current != self.layout.as_slice();
+        if changed {
+            current.copy_from_slice(&self.layout);
+        }
+        (self.view, changed)
     }
 }
 
@@ -107,7 +142,97 @@ impl Drop for Segment {
     }
 }
 
-/// Runs a program once per input, over a shared-memory region.
+/// How the target's runs are started.
+enum Launch {
+    /// Not started yet: try a fork server first.
+    Unknown,
+    /// One process per input.
+    Spawn,
+    /// A fork server: one fork (or persistent resume) per input.
+    Server(Server),
+}
+
+/// A running fork server.
+struct Server {
+    process: Child,
+    /// Write end of the command pipe.
+    ctl: File,
+    /// Read end of the status pipe.
+    status: File,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: killing our own child (the server) and its run group, if any.
+        unsafe { libc::kill(self.process.id() as libc::pid_t, libc::SIGKILL) };
+        let _ = self.process.wait();
+    }
+}
+
+/// How one run ended.
+enum Ended {
+    Status(ExitStatus),
+    /// The persistent child stopped after its run.
+    Stopped,
+    TimedOut,
+    /// The fork server itself failed (message).
+    ServerFailed(String),
+    SpawnFailed(String),
+}
+
+/// Waits until `file` is readable, for up to `timeout`.
+fn readable(file: &File, timeout: Duration) -> bool {
+    let mut poll = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut poll, 1, ms) };
+        if n > 0 {
+            return true;
+        }
+        if n == 0
+            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+        {
+            return false;
+        }
+    }
+}
+
+fn read_word(file: &mut File, timeout: Duration) -> Option<u32> {
+    if !readable(file, timeout) {
+        return None;
+    }
+    let mut word = [0u8; 4];
+    file.read_exact(&mut word).ok()?;
+    Some(u32::from_le_bytes(word))
+}
+
+/// A pipe as (read end, write end), close-on-exec.
+fn pipe() -> std::io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors; checked.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: two fresh descriptors, owned by the files from now on.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// Descriptors of the fork server's pipes in the target (as AFL's).
+const SERVER_CTL_FD: i32 = 198;
+const SERVER_STATUS_FD: i32 = 199;
+
+/// How long a starting fork server may take to answer, at least.
+const SERVER_START: Duration = Duration::from_secs(10);
+
+/// Runs a program over a shared-memory region: through a fork server when
+/// the program starts one, else once per input.
 pub struct Process {
     program: PathBuf,
     args: Vec<OsString>,
@@ -116,6 +241,11 @@ pub struct Process {
     timeout: Duration,
     flags: u64,
     quiet: bool,
+    defer: bool,
+    use_server: bool,
+    launch: Launch,
+    /// The fork server's layout, for symbolizing crashes.
+    symbolizer: Option<Symbolizer>,
 }
 
 impl Process {
@@ -136,6 +266,10 @@ impl Process {
             timeout,
             flags: 0,
             quiet: true,
+            defer: false,
+            use_server: true,
+            launch: Launch::Unknown,
+            symbolizer: None,
         })
     }
 
@@ -144,16 +278,35 @@ impl Process {
         self.quiet = quiet;
     }
 
+    /// Start the fork server at `setup_complete` (`DST_DEFER=1`) rather
+    /// than before `main`.
+    pub fn set_defer(&mut self, defer: bool) {
+        self.defer = defer;
+        self.launch = Launch::Unknown;
+    }
+
+    /// Whether to try a fork server at all (default: yes).
+    pub fn set_fork_server(&mut self, on: bool) {
+        self.use_server = on;
+        self.launch = Launch::Unknown;
+    }
+
+    /// `"fork server"` or `"one process per run"`, once the first run has
+    /// settled it; `"not started"` before.
+    pub fn launch_mode(&self) -> &'static str {
+        match self.launch {
+            Launch::Unknown => "not started",
+            Launch::Spawn => "one process per run",
+            Launch::Server(_) => "fork server",
+        }
+    }
+
     /// The segment's name, as the target sees it in `DST_REGION`.
     pub fn segment_name(&self) -> String {
         self.segment.name.to_string_lossy().into_owned()
     }
-}
 
-impl Runner for Process {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
-        let view = self.segment.view();
-        view.reset(input, self.flags);
+    fn command(&self) -> Command {
         let output = if self.quiet {
             Stdio::null
         } else {
@@ -166,63 +319,261 @@ impl Runner for Process {
             .stdin(Stdio::null())
             .stdout(output())
             .stderr(output());
-        use std::os::unix::process::CommandExt;
+        if self.defer {
+            command.env(DEFER_ENV, "1");
+        }
+        command
+    }
+
+    /// Starts the program as a fork server and waits for its greeting.
+    fn start_server(&mut self) -> Result<Server, String> {
+        let (ctl_read, ctl_write) = pipe().map_err(|e| format!("pipe: {e}"))?;
+        let (status_read, status_write) = pipe().map_err(|e| format!("pipe: {e}"))?;
+        let (ctl_fd, status_fd) = (ctl_read.as_raw_fd(), status_write.as_raw_fd());
+        let mut command = self.command();
+        command.env(
+            FORKSERVER_ENV,
+            format!("{SERVER_CTL_FD},{SERVER_STATUS_FD}"),
+        );
         // SAFETY: the closure runs in the child between fork and exec and
-        // only makes the personality syscall, which is async-signal-safe.
-        // Without address randomization, code addresses (so edge coverage)
-        // and anything the target derives from pointers repeat across runs.
+        // only makes async-signal-safe calls (dup2, personality, setpgid).
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
+                if libc::dup2(ctl_fd, SERVER_CTL_FD) < 0
+                    || libc::dup2(status_fd, SERVER_STATUS_FD) < 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
                 libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+                libc::setpgid(0, 0);
+                // The server (and through it each run) dies with us.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 Ok(())
             });
         }
-        let child = command.spawn();
-        let mut child = match child {
+        // Before the reset of the first run: setup sees an empty input.
+        self.segment.restore().0.reset(&[], self.flags);
+        let process = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
+        drop(ctl_read);
+        drop(status_write);
+        let mut server = Server {
+            process,
+            ctl: ctl_write,
+            status: status_read,
+        };
+        match read_word(&mut server.status, self.timeout.max(SERVER_START)) {
+            Some(HELLO) => {
+                let modules = symbolize::read_maps(server.process.id());
+                self.symbolizer = Some(Symbolizer::new(modules));
+                Ok(server)
+            }
+            Some(_) => Err("the fork server sent a wrong greeting".into()),
+            None => Err("the program did not start a fork server".into()),
+        }
+    }
+
+    fn run_spawned(&mut self) -> Ended {
+        let mut command = self.command();
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only makes async-signal-safe calls. Without address randomization,
+        // code addresses (so edge coverage) and anything the target derives
+        // from pointers repeat across runs.
+        unsafe {
+            command.pre_exec(|| {
+                libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+                libc::setpgid(0, 0);
+                Ok(())
+            });
+        }
+        let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
-                let crash = Outcome::Crash {
-                    cause: "spawn".into(),
-                    message: format!("cannot start {}: {e}", self.program.display()),
-                    location: None,
-                };
-                return RunRecord::read_foreign(view, Some(crash), false, &self.catalog);
+                return Ended::SpawnFailed(format!("cannot start {}: {e}", self.program.display()));
             }
         };
+        let pid = child.id() as libc::pid_t;
         let start = Instant::now();
         let mut pause = Duration::from_micros(50);
-        let status = loop {
+        let ended = loop {
             match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
+                Ok(Some(status)) => break Ended::Status(status),
                 Ok(None) if start.elapsed() < self.timeout => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(5));
                 }
                 _ => {
+                    // SAFETY: killing the run's own process group.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
                     let _ = child.kill();
                     let _ = child.wait();
-                    break None;
+                    break Ended::TimedOut;
                 }
             }
         };
-        let Some(status) = status else {
-            return RunRecord::read_foreign(view, None, true, &self.catalog);
+        // SAFETY: whatever the run left in its group is killed.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        ended
+    }
+
+    fn run_served(&mut self) -> Ended {
+        let Launch::Server(server) = &mut self.launch else {
+            unreachable!("run_served without a server");
         };
-        use std::os::unix::process::ExitStatusExt;
-        let crash = match (status.signal(), status.code()) {
-            (Some(signal), _) => Some(Outcome::Crash {
-                cause: signal_name(signal),
+        if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
+            return Ended::ServerFailed("the fork server is gone".into());
+        }
+        let Some(pid) = read_word(&mut server.status, SERVER_START) else {
+            return Ended::ServerFailed("the fork server did not start a run".into());
+        };
+        let pid = pid as libc::pid_t;
+        let mut timed_out = false;
+        let status = match read_word(&mut server.status, self.timeout) {
+            Some(status) => Some(status),
+            None => {
+                timed_out = true;
+                // SAFETY: killing the run (its own process group, and the
+                // child itself in case it has not set its group yet).
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                read_word(&mut server.status, SERVER_START)
+            }
+        };
+        let Some(status) = status else {
+            return Ended::ServerFailed("the fork server stopped answering".into());
+        };
+        let status = status as i32;
+        if libc::WIFSTOPPED(status) && !timed_out {
+            return Ended::Stopped;
+        }
+        // SAFETY: whatever the run left in its group is killed.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        if timed_out {
+            Ended::TimedOut
+        } else {
+            Ended::Status(ExitStatus::from_raw(status))
+        }
+    }
+
+    /// The crash the handler recorded in the region, symbolized.
+    fn crash(&mut self, view: RegionRef, signal: i32) -> Outcome {
+        let header = view.header();
+        let recorded = header.crash_signal.load(Ordering::Acquire) as i32;
+        let depth =
+            (header.crash_depth.load(Ordering::Relaxed) as usize).min(dst::region::CRASH_FRAMES);
+        let pcs: Vec<u64> = header.crash_frames[..depth]
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .collect();
+        let cause = signal_name(signal);
+        if recorded != signal || pcs.is_empty() {
+            return Outcome::Crash {
+                cause,
                 message: format!("killed by signal {signal}"),
                 location: None,
-            }),
-            (None, Some(EXIT_BAD_REGION)) => Some(Outcome::Crash {
-                cause: "region".into(),
-                message: "the target rejected the region (see its stderr)".into(),
-                location: None,
-            }),
-            _ => None,
+            };
+        }
+        let frames = match &mut self.symbolizer {
+            Some(symbolizer) => symbolizer.stack(&pcs),
+            None => Symbolizer::new(Vec::new()).stack(&pcs),
         };
-        RunRecord::read_foreign(view, crash, false, &self.catalog)
+        let hash = symbolize::stack_hash(&frames);
+        let address = header.crash_address.load(Ordering::Relaxed);
+        let mut message = format!(
+            "killed by signal {signal} ({cause}), fault address {address:#x}, pc {:#x}, stack {hash:08x}",
+            pcs[0]
+        );
+        for (i, frame) in frames.iter().enumerate() {
+            message.push_str(&format!("\n    #{i} {frame}"));
+        }
+        // Where: the innermost frame with a source line (the user's code,
+        // rather than libc's abort), else the faulting pc.
+        let top = frames
+            .iter()
+            .find(|f| f.location().is_some())
+            .unwrap_or(&frames[0]);
+        let place = match (&top.function, top.location()) {
+            (Some(function), Some(location)) => format!("{function} ({location})"),
+            (None, Some(location)) => location,
+            (Some(function), None) => function.clone(),
+            (None, None) => format!("{:#x}", top.pc),
+        };
+        Outcome::Crash {
+            cause,
+            message,
+            location: Some(format!("{place}, stack {hash:08x}")),
+        }
+    }
+}
+
+impl Runner for Process {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        if matches!(self.launch, Launch::Unknown) {
+            self.launch = if self.use_server {
+                match self.start_server() {
+                    Ok(server) => Launch::Server(server),
+                    Err(_) => Launch::Spawn,
+                }
+            } else {
+                Launch::Spawn
+            };
+        }
+        let (view, _) = self.segment.restore();
+        view.reset(input, self.flags);
+        let ended = match self.launch {
+            Launch::Server(_) => self.run_served(),
+            _ => self.run_spawned(),
+        };
+        let (view, overwritten) = self.segment.restore();
+        let (crash, timed_out) = match ended {
+            Ended::Stopped => (None, false),
+            Ended::TimedOut => (None, true),
+            Ended::SpawnFailed(message) => (
+                Some(Outcome::Crash {
+                    cause: "spawn".into(),
+                    message,
+                    location: None,
+                }),
+                false,
+            ),
+            Ended::ServerFailed(message) => {
+                // Start a new server for the next run.
+                self.launch = Launch::Unknown;
+                (
+                    Some(Outcome::Crash {
+                        cause: "fork server".into(),
+                        message,
+                        location: None,
+                    }),
+                    false,
+                )
+            }
+            Ended::Status(status) => match (status.signal(), status.code()) {
+                (Some(signal), _) => (Some(self.crash(view, signal)), false),
+                (None, Some(EXIT_BAD_REGION)) => (
+                    Some(Outcome::Crash {
+                        cause: "region".into(),
+                        message: "the target rejected the region (see its stderr)".into(),
+                        location: None,
+                    }),
+                    false,
+                ),
+                _ => (None, false),
+            },
+        };
+        let crash = if overwritten && !timed_out {
+            Some(Outcome::Crash {
+                cause: "region".into(),
+                message: "the target overwrote the region's header".into(),
+                location: None,
+            })
+        } else {
+            crash
+        };
+        RunRecord::read_foreign(view, crash, timed_out, &self.catalog)
     }
 }
 

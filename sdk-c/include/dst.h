@@ -54,7 +54,13 @@ uint64_t dst_random_u64(void);
 uint64_t dst_random_below(uint64_t n);
 bool dst_random_bool(void);
 bool dst_fault(const char *name);
+/* Declares setup done. Under an explorer with DST_DEFER=1 the fork server
+ * starts here, so the setup before it runs once: call it before starting
+ * threads. Without DST_DEFER the fork server starts before main. */
 void dst_setup_complete(const char *details_json);
+/* Persistent mode: calls body once per input in one process (under an
+ * explorer's fork server; elsewhere once). body must reset its own state. */
+void dst_run(void (*body)(void));
 void dst_send_event(const char *name, const char *details_json);
 
 /* A static record for this site in the dst_catalog section, and a slot where

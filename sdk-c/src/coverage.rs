@@ -1,13 +1,16 @@
-//! Edge coverage of C and C++ code built with gcc's or clang's
-//! `-fsanitize-coverage=trace-pc`: the compiler calls
-//! `__sanitizer_cov_trace_pc()` at every edge; libdst hashes the pair of
-//! consecutive call sites into the region's coverage map (AFL-style edges).
+//! Edge coverage of C and C++ code, into the region's coverage map:
+//! - gcc's (or clang's) `-fsanitize-coverage=trace-pc`: the compiler calls
+//!   `__sanitizer_cov_trace_pc()` at every edge; libdst hashes the pair of
+//!   consecutive call sites (AFL-style edges).
+//! - clang's `-fsanitize-coverage=trace-pc-guard`: every edge has a guard
+//!   word, numbered at load time; each call counts its guard's slot.
 //!
 //! ```text
-//! cc -fsanitize-coverage=trace-pc -Isdk-c/include service.c -Ltarget/debug -ldst
+//! gcc   -fsanitize-coverage=trace-pc       -Isdk-c/include service.c -Ltarget/debug -ldst
+//! clang -fsanitize-coverage=trace-pc-guard -Isdk-c/include service.c -Ltarget/debug -ldst
 //! ```
 
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 /// The coverage map, once known (null before the first edge).
 static MAP: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
@@ -18,15 +21,28 @@ static STATE: AtomicU8 = AtomicU8::new(0);
 /// B->A differ.
 static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
 
-/// Counts the edge ending at `pc`.
-extern "C" fn dst_cov_edge(pc: usize) {
+/// Guard numbers handed out so far (trace-pc-guard).
+static GUARDS: AtomicU32 = AtomicU32::new(0);
+
+/// Forgets the previous edge: a persistent run starts like a fresh process.
+pub fn new_run() {
+    PREVIOUS.store(0, Ordering::Relaxed);
+}
+
+/// The coverage map and its length (0 when there is none).
+fn map() -> (*mut u8, usize) {
     if STATE.load(Ordering::Acquire) == 0 {
         let (map, len) = dst_sdk::runtime::coverage_map();
         MAP.store(map, Ordering::Relaxed);
         MAP_LEN.store(len, Ordering::Relaxed);
         STATE.store(1, Ordering::Release);
     }
-    let len = MAP_LEN.load(Ordering::Relaxed);
+    (MAP.load(Ordering::Relaxed), MAP_LEN.load(Ordering::Relaxed))
+}
+
+/// Counts the edge ending at `pc`.
+extern "C" fn dst_cov_edge(pc: usize) {
+    let (_, len) = map();
     if len == 0 {
         return;
     }
@@ -49,4 +65,44 @@ extern "C" fn dst_cov_edge(pc: usize) {
 #[unsafe(no_mangle)]
 pub extern "C" fn __sanitizer_cov_trace_pc() {
     core::arch::naked_asm!("mov rdi, [rsp]", "jmp {edge}", edge = sym dst_cov_edge)
+}
+
+/// clang's trace-pc-guard set-up: numbers the guards of one module (once).
+///
+/// # Safety
+/// `start..stop` are the module's guard words, as clang passes them.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard_init(start: *mut u32, stop: *mut u32) {
+    if start.is_null() || start >= stop {
+        return;
+    }
+    // SAFETY: clang's contract: `start..stop` is this module's guard array.
+    let guards = unsafe { std::slice::from_raw_parts_mut(start, stop.offset_from(start) as usize) };
+    if guards[0] != 0 {
+        return;
+    }
+    for guard in guards {
+        *guard = GUARDS.fetch_add(1, Ordering::Relaxed) + 1;
+    }
+}
+
+/// clang's trace-pc-guard callback: counts the edge's guard.
+///
+/// # Safety
+/// `guard` is a guard word numbered by `__sanitizer_cov_trace_pc_guard_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard(guard: *mut u32) {
+    // SAFETY: clang passes this edge's guard word.
+    let id = unsafe { guard.read() } as usize;
+    let (map, len) = map();
+    if id == 0 || len == 0 {
+        return;
+    }
+    let slot = id.wrapping_mul(0x9E37_79B1) % len;
+    // SAFETY: `slot < len`, inside the region's coverage section, which stays
+    // mapped for the life of the process.
+    unsafe {
+        let counter = map.add(slot);
+        counter.write(counter.read().wrapping_add(1));
+    }
 }

@@ -12,7 +12,9 @@
 //! [`coverage`] receives gcc's and clang's `trace-pc` edge callbacks into the
 //! region's coverage map.
 //!
-//! Still to come (the libdst issue): the fork server and crash symbolization.
+//! The fork server (`dst::forkserver`) starts from this library's
+//! constructor, or from `dst_setup_complete` under `DST_DEFER=1`;
+//! [`dst_run`] is its persistent mode.
 
 pub mod coverage;
 
@@ -242,8 +244,36 @@ unsafe fn event(name: &str, details_json: *const c_char) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dst_setup_complete(details_json: *const c_char) {
     // SAFETY: forwarded from this function's contract.
-    unsafe { event("setup_complete", details_json) };
+    let details = unsafe { details(details_json) }
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+        .unwrap_or(serde_json::Value::Null);
+    // Under DST_DEFER=1 the fork server starts here.
+    dst_sdk::lifecycle::setup_complete(&details);
 }
+
+/// Persistent mode: calls `body` once per input (see `dst::forkserver`).
+#[unsafe(no_mangle)]
+pub extern "C" fn dst_run(body: Option<extern "C" fn()>) {
+    let Some(body) = body else {
+        return;
+    };
+    dst_sdk::run(|| {
+        coverage::new_run();
+        body();
+    });
+}
+
+/// Starts the fork server before `main` when an explorer asks for one
+/// (`DST_FORKSERVER`), unless `DST_DEFER=1` moves it to
+/// `dst_setup_complete`.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = {
+    extern "C" fn dst_on_load() {
+        dst_sdk::forkserver::on_load();
+    }
+    dst_on_load
+};
 
 /// Records a named event.
 ///

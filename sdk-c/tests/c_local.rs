@@ -134,7 +134,7 @@ fn a_c_program_runs_in_local_mode() {
 #[test]
 fn the_process_executor_runs_a_c_program_over_shared_memory() {
     use dst_executors::{Executor, Process, Runner};
-    use dst_kernel::{Outcome, Signature};
+    use dst_kernel::Signature;
     use std::time::Duration;
 
     let binary = build("basic", "process");
@@ -172,13 +172,25 @@ fn the_process_executor_runs_a_c_program_over_shared_memory() {
     );
     assert_eq!(stderr.lines().count(), 1);
 
+    assert_eq!(
+        exec.launch_mode(),
+        "fork server",
+        "libdst starts one before main"
+    );
+
     // A header from another layout version is rejected before any write.
-    let name = std::ffi::CString::new(exec.segment_name()).unwrap();
-    // SAFETY: opening and mapping the executor's own segment for this test;
-    // the version field is at offset 8 of the header.
+    let name = format!("/dst-test-version-{}", std::process::id());
+    let cname = std::ffi::CString::new(name.clone()).unwrap();
+    // SAFETY: creating, sizing and mapping a segment of this test's own; the
+    // magic is at offset 0 of the header and the version at offset 8.
     unsafe {
-        let fd = libc::shm_open(name.as_ptr(), libc::O_RDWR, 0);
+        let fd = libc::shm_open(
+            cname.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+            0o600,
+        );
         assert!(fd >= 0);
+        assert_eq!(libc::ftruncate(fd, 4096), 0);
         let base = libc::mmap(
             std::ptr::null_mut(),
             4096,
@@ -189,13 +201,20 @@ fn the_process_executor_runs_a_c_program_over_shared_memory() {
         );
         libc::close(fd);
         assert_ne!(base, libc::MAP_FAILED);
+        base.cast::<u8>().copy_from(dst_sdk::region::MAGIC.to_le_bytes().as_ptr(), 8);
         base.cast::<u8>().add(8).cast::<u32>().write_volatile(99);
         libc::munmap(base, 4096);
     }
-    match exec.run(&[]).outcome {
-        Outcome::Crash { cause, .. } => assert_eq!(cause, "region"),
-        other => panic!("{other:?}"),
-    }
+    let wrong = Command::new(&binary)
+        .env("DST_REGION", &name)
+        .output()
+        .unwrap();
+    // SAFETY: removing the segment created above.
+    unsafe { libc::shm_unlink(cname.as_ptr()) };
+    assert_eq!(wrong.status.code(), Some(86));
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(stderr.contains("version 99"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1);
 }
 
 #[test]

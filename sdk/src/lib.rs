@@ -34,13 +34,16 @@
 //! ```
 
 pub mod catalog;
+mod crash;
 pub mod decision;
+pub mod forkserver;
 pub mod lifecycle;
 pub mod random;
 pub mod region;
 pub mod runtime;
 pub mod shm;
 
+pub use forkserver::run;
 pub use runtime::{attach, detach};
 
 /// A number usable in the numeric assertions: converted to `f64` for guidance.

@@ -2,9 +2,11 @@
 
 use crate::runtime::{__details, event};
 
-/// Declares that setup is done and the test proper begins (a later fork
-/// server forks here under `DST_DEFER=1`).
+/// Declares that setup is done and the test proper begins. Under a process
+/// executor with `DST_DEFER=1`, the fork server starts here (see
+/// [`crate::forkserver`]): the setup before this call runs once.
 pub fn setup_complete<T: serde::Serialize + ?Sized>(details: &T) {
+    crate::forkserver::on_setup_complete();
     event("setup_complete", __details(details));
 }
 

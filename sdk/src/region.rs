@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 /// `b"DSTREGN\0"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DSTREGN\0");
 /// Layout version; bumped on any change to the structs in this module.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Header flag: the SDK also logs each decision's source location as an
 /// [`Event::DecisionSite`] (used by `replay` to explain a run).
@@ -89,7 +89,19 @@ pub struct Header {
     pub first_failure: AtomicU64,
     /// `STATUS_*` bits set by the SDK.
     pub status: AtomicU64,
+
+    /// Written by the SDK's crash handler in a target process: the signal
+    /// that killed the run (0 if none), the faulting address it reported,
+    /// and the stack from the faulting pc outwards (return addresses after
+    /// the first), `crash_depth` frames of them.
+    pub crash_signal: AtomicU64,
+    pub crash_address: AtomicU64,
+    pub crash_depth: AtomicU64,
+    pub crash_frames: [AtomicU64; CRASH_FRAMES],
 }
+
+/// Frames of a crashing stack kept in the header.
+pub const CRASH_FRAMES: usize = 16;
 
 /// Per-run state of one assertion site, indexed by the site's catalog index.
 #[repr(C)]
@@ -227,6 +239,10 @@ impl Layout {
             events_len: AtomicU64::new(0),
             first_failure: AtomicU64::new(0),
             status: AtomicU64::new(0),
+            crash_signal: AtomicU64::new(0),
+            crash_address: AtomicU64::new(0),
+            crash_depth: AtomicU64::new(0),
+            crash_frames: [const { AtomicU64::new(0) }; CRASH_FRAMES],
         }
     }
 
@@ -594,6 +610,9 @@ impl RegionRef {
             0
         };
         h.status.store(truncated, Ordering::Relaxed);
+        h.crash_signal.store(0, Ordering::Relaxed);
+        h.crash_address.store(0, Ordering::Relaxed);
+        h.crash_depth.store(0, Ordering::Relaxed);
         h.run_id.fetch_add(1, Ordering::Release);
     }
 }

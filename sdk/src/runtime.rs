@@ -115,6 +115,13 @@ pub fn coverage_map() -> (*mut u8, usize) {
     region().coverage_ptr()
 }
 
+/// Attaches to the segment named in `DST_REGION` (starting local mode
+/// instead when there is none); returns whether a shared region is in use.
+pub(crate) fn attach_shared() -> bool {
+    let _ = region();
+    local().is_none() && !REGION.load(Ordering::Acquire).is_null()
+}
+
 /// The current region, initializing local mode if nothing is attached.
 fn region() -> RegionRef {
     loop {

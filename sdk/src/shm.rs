@@ -4,7 +4,9 @@
 //! name) and names it in `DST_REGION`; on the first SDK call the target maps
 //! it, validates every header field, and attaches to it. A segment that is
 //! missing or has a wrong magic, version or size is one line on stderr and
-//! exit status [`EXIT_BAD_REGION`], never a crash or a stray write.
+//! exit status [`EXIT_BAD_REGION`], never a crash or a stray write. Once
+//! attached, a crash handler records a fatal signal and its stack in the
+//! region.
 
 use std::ffi::CString;
 
@@ -63,5 +65,7 @@ pub(crate) fn attach_from_env() -> bool {
     if let Err(err) = unsafe { crate::runtime::attach(base.cast(), len) } {
         fail(&name, err);
     }
+    // SAFETY: `attach` just validated the region at `base`, mapped for good.
+    crate::crash::install(unsafe { crate::region::RegionRef::from_validated(base.cast()) });
     true
 }

@@ -1,0 +1,203 @@
+//! Crash symbolization: turns the stack a target's crash handler left in the
+//! region into frames (function, file:line) from the DWARF of the binary and
+//! its libraries, and into a stack hash for deduplication.
+//!
+//! Addresses are mapped to files with the target's `/proc/PID/maps` (read
+//! from the fork server, whose children share its layout), then to each
+//! file's virtual addresses through its program headers, then looked up
+//! with `addr2line`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSegment};
+
+/// One executable file mapping of a process.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub start: u64,
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    pub path: PathBuf,
+}
+
+/// The file-backed mappings of process `pid`.
+pub fn read_maps(pid: u32) -> Vec<Module> {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let range = fields.next()?;
+            let _perms = fields.next()?;
+            let offset = u64::from_str_radix(fields.next()?, 16).ok()?;
+            let _dev = fields.next()?;
+            let _inode = fields.next()?;
+            let path = fields.next()?;
+            if !path.starts_with('/') {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            Some(Module {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                offset,
+                path: PathBuf::from(path),
+            })
+        })
+        .collect()
+}
+
+/// One symbolized frame.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frame {
+    pub pc: u64,
+    /// The file's name (no directory), when the pc is in a mapped file.
+    pub module: Option<String>,
+    /// The pc as a virtual address of that file.
+    pub address: Option<u64>,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+impl Frame {
+    /// `file:line`, when the debug information has it.
+    pub fn location(&self) -> Option<String> {
+        Some(format!("{}:{}", self.file.as_ref()?, self.line?))
+    }
+}
+
+impl fmt::Display for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.pc)?;
+        if let Some(function) = &self.function {
+            write!(f, " in {function}")?;
+        }
+        if let Some(location) = self.location() {
+            write!(f, " at {location}")?;
+        } else if let (Some(module), Some(address)) = (&self.module, self.address) {
+            write!(f, " ({module}+{address:#x})")?;
+        }
+        Ok(())
+    }
+}
+
+struct File {
+    loader: addr2line::Loader,
+    /// (file offset, size in the file, virtual address) of each segment.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+/// Symbolizes pcs of one process layout; caches each file's debug info.
+pub struct Symbolizer {
+    modules: Vec<Module>,
+    files: HashMap<PathBuf, Option<File>>,
+}
+
+fn open(path: &Path) -> Option<File> {
+    let bytes = std::fs::read(path).ok()?;
+    let object = object::File::parse(&*bytes).ok()?;
+    let segments = object
+        .segments()
+        .map(|s| {
+            let (offset, size) = s.file_range();
+            (offset, size, s.address())
+        })
+        .collect();
+    let loader = addr2line::Loader::new(path).ok()?;
+    Some(File { loader, segments })
+}
+
+impl Symbolizer {
+    pub fn new(modules: Vec<Module>) -> Symbolizer {
+        Symbolizer {
+            modules,
+            files: HashMap::new(),
+        }
+    }
+
+    /// Symbolizes `pc`; `is_return` for return addresses (all frames but the
+    /// faulting one), which are looked up one byte back, inside the call.
+    pub fn frame(&mut self, pc: u64, is_return: bool) -> Frame {
+        let mut frame = Frame {
+            pc,
+            ..Frame::default()
+        };
+        let probe_pc = if is_return { pc.saturating_sub(1) } else { pc };
+        let Some(module) = self
+            .modules
+            .iter()
+            .find(|m| (m.start..m.end).contains(&probe_pc))
+        else {
+            return frame;
+        };
+        frame.module = module
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let file_offset = probe_pc - module.start + module.offset;
+        let path = module.path.clone();
+        let Some(file) = self
+            .files
+            .entry(path.clone())
+            .or_insert_with(|| open(&path))
+        else {
+            return frame;
+        };
+        let Some(address) = file
+            .segments
+            .iter()
+            .find(|(offset, size, _)| (*offset..offset + size).contains(&file_offset))
+            .map(|(offset, _, vaddr)| vaddr + (file_offset - offset))
+        else {
+            return frame;
+        };
+        frame.address = Some(address);
+        if let Ok(mut frames) = file.loader.find_frames(address) {
+            // The innermost (possibly inlined) frame.
+            if let Ok(Some(inner)) = frames.next() {
+                frame.function = inner
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.demangle().ok())
+                    .map(|f| f.into_owned());
+                if let Some(location) = inner.location {
+                    frame.file = location.file.map(str::to_string);
+                    frame.line = location.line;
+                }
+            }
+        }
+        if frame.function.is_none() {
+            frame.function = file.loader.find_symbol(address).map(|s| {
+                addr2line::demangle_auto(std::borrow::Cow::Borrowed(s), None).into_owned()
+            });
+        }
+        frame
+    }
+
+    /// Symbolizes a crash stack (the faulting pc first).
+    pub fn stack(&mut self, pcs: &[u64]) -> Vec<Frame> {
+        pcs.iter()
+            .enumerate()
+            .map(|(i, &pc)| self.frame(pc, i > 0))
+            .collect()
+    }
+}
+
+/// A hash of the top frames (file and address within it, so independent of
+/// where the files were loaded), for deduplicating crashes.
+pub fn stack_hash(frames: &[Frame]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for frame in frames.iter().take(3) {
+        let module = frame.module.as_deref().unwrap_or("?");
+        let address = frame.address.unwrap_or(frame.pc);
+        for byte in module.bytes().chain(address.to_le_bytes()) {
+            hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+        }
+    }
+    hash
+}

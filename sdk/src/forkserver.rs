@@ -1,0 +1,189 @@
+//! The fork server: a target process that the process executor starts once
+//! and that forks a fresh child for every run, so that loading the program
+//! and its libraries (and, with `DST_DEFER=1`, its setup) happens once.
+//!
+//! The executor starts the target with `DST_FORKSERVER=CTL,STATUS` (two
+//! pipe descriptors) next to `DST_REGION`. Where the server starts:
+//! - by default in a constructor, before `main` (libdst's, and this crate's
+//!   on Linux for Rust binaries);
+//! - with `DST_DEFER=1`, in [`crate::lifecycle::setup_complete`] (C:
+//!   `dst_setup_complete`), so that the setup before it runs once. Setup
+//!   must not start threads (only the forking thread lives on in a child)
+//!   and should not take decisions (they see the nominal input).
+//!
+//! Protocol (each word a little-endian `u32`): the server writes [`HELLO`];
+//! then for each [`CMD_RUN`] it reads, it forks (or resumes a persistent
+//! child), writes the child's pid, waits for it and writes its raw wait
+//! status. Each child leads its own process group, so the executor can kill
+//! whatever the run left behind. The server exits when the command pipe
+//! closes.
+//!
+//! Persistent mode, [`run`] (C: `dst_run`): the child runs the body once per
+//! input and stops itself (`SIGSTOP`) after each; the server reports a
+//! stopped child as a finished run and resumes it for the next input. The
+//! body must leave no state behind that changes the next run.
+
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Names the two descriptors: `CTL,STATUS`.
+pub const FORKSERVER_ENV: &str = "DST_FORKSERVER";
+/// Start the server in `setup_complete` instead of before `main`.
+pub const DEFER_ENV: &str = "DST_DEFER";
+/// The server's greeting.
+pub const HELLO: u32 = u32::from_le_bytes(*b"DSTF");
+/// The executor's request for one run.
+pub const CMD_RUN: u32 = 1;
+/// Runs of one persistent child before it exits and a fresh one is forked.
+pub const PERSISTENT_RUNS: u32 = 10_000;
+
+/// Set in a child forked by the server.
+static IN_CHILD: AtomicBool = AtomicBool::new(false);
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a run forked by a fork server.
+pub fn in_child() -> bool {
+    IN_CHILD.load(Ordering::Relaxed)
+}
+
+fn deferred() -> bool {
+    std::env::var_os(DEFER_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Starts the server unless `DST_DEFER` asks for `setup_complete`. Called
+/// by constructors before `main`; returns in each child.
+pub fn on_load() {
+    if !deferred() {
+        serve();
+    }
+}
+
+/// Starts the server when `DST_DEFER` is set. Returns in each child.
+pub(crate) fn on_setup_complete() {
+    if deferred() {
+        serve();
+    }
+}
+
+fn descriptors() -> Option<(i32, i32)> {
+    let text = std::env::var(FORKSERVER_ENV).ok()?;
+    let (ctl, status) = text.split_once(',')?;
+    Some((ctl.trim().parse().ok()?, status.trim().parse().ok()?))
+}
+
+/// The server loop; returns only in a forked child, or at once when this
+/// process is not asked to serve.
+fn serve() {
+    let Some((ctl_fd, status_fd)) = descriptors() else {
+        return;
+    };
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    // Map and validate the region now, so every child inherits it.
+    if !crate::runtime::attach_shared() {
+        return;
+    }
+    // SAFETY: the executor passed these descriptors for our use alone; the
+    // files are leaked in the child (closed explicitly), never dropped twice.
+    let (mut ctl, mut status) = unsafe {
+        (
+            std::fs::File::from_raw_fd(ctl_fd),
+            std::fs::File::from_raw_fd(status_fd),
+        )
+    };
+    if status.write_all(&HELLO.to_le_bytes()).is_err() {
+        std::mem::forget(ctl);
+        std::mem::forget(status);
+        return;
+    }
+    let mut persistent: Option<libc::pid_t> = None;
+    loop {
+        let mut word = [0u8; 4];
+        if ctl.read_exact(&mut word).is_err() || u32::from_le_bytes(word) != CMD_RUN {
+            // The executor is gone (or confused): end quietly.
+            // SAFETY: ending this process without running atexit handlers
+            // or destructors, which belong to the children.
+            unsafe { libc::_exit(0) };
+        }
+        let pid = match persistent.take() {
+            // SAFETY: resuming our own stopped child.
+            Some(pid) if unsafe { libc::kill(pid, libc::SIGCONT) } == 0 => pid,
+            _ => {
+                // SAFETY: fork in a single-threaded process (before main, or
+                // at setup_complete, which documents it); the child only
+                // closes descriptors and edits its environment before
+                // returning to the program.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    // SAFETY: the child's own copies; the environment is
+                    // edited while this is the only thread.
+                    unsafe {
+                        libc::setpgid(0, 0);
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        std::env::remove_var(FORKSERVER_ENV);
+                    }
+                    drop(ctl);
+                    drop(status);
+                    IN_CHILD.store(true, Ordering::Relaxed);
+                    return;
+                }
+                if pid < 0 {
+                    // SAFETY: as above.
+                    unsafe { libc::_exit(1) };
+                }
+                // SAFETY: also done by the child; whichever comes first.
+                unsafe { libc::setpgid(pid, pid) };
+                pid
+            }
+        };
+        if status.write_all(&(pid as u32).to_le_bytes()).is_err() {
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+        let mut wait_status = 0;
+        // SAFETY: waiting for our own child.
+        let waited = unsafe { libc::waitpid(pid, &mut wait_status, libc::WUNTRACED) };
+        if waited == pid && libc::WIFSTOPPED(wait_status) {
+            persistent = Some(pid);
+        }
+        if status
+            .write_all(&(wait_status as u32).to_le_bytes())
+            .is_err()
+        {
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+    }
+}
+
+/// Persistent mode: runs `body` once per input in this process. Under a
+/// fork server, the child loops over up to [`PERSISTENT_RUNS`] inputs,
+/// stopping itself between them; anywhere else (local mode, one process
+/// per run) `body` runs once.
+pub fn run(mut body: impl FnMut()) {
+    if !in_child() {
+        body();
+        return;
+    }
+    for i in 0..PERSISTENT_RUNS {
+        body();
+        if i + 1 < PERSISTENT_RUNS {
+            // SAFETY: stopping ourselves; the server resumes us with the
+            // next input in the region.
+            unsafe { libc::raise(libc::SIGSTOP) };
+        }
+    }
+}
+
+/// Starts the server before `main` in Rust binaries that use this crate.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = {
+    extern "C" fn on_load_ctor() {
+        on_load();
+    }
+    on_load_ctor
+};
