@@ -316,6 +316,9 @@ impl Process {
         command
             .args(&self.args)
             .env(REGION_ENV, self.segment_name())
+            // Resolve every symbol at load, once, in the fork server, rather
+            // than lazily in every child (as AFL++ does).
+            .env("LD_BIND_NOW", "1")
             .stdin(Stdio::null())
             .stdout(output())
             .stderr(output());
@@ -509,8 +512,17 @@ impl Process {
     }
 }
 
-impl Runner for Process {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
+impl Process {
+    /// The region of the last run (its header restored if the run wrote
+    /// over it).
+    pub fn view(&self) -> RegionRef {
+        self.segment.view
+    }
+
+    /// Runs one input; returns the crash, if any, and whether the run timed
+    /// out. The rest of the outcome is in [`Process::view`]: the explorer's
+    /// fast path.
+    pub fn execute(&mut self, input: &[u8]) -> (Option<Outcome>, bool) {
         if matches!(self.launch, Launch::Unknown) {
             self.launch = if self.use_server {
                 match self.start_server() {
@@ -564,16 +576,22 @@ impl Runner for Process {
                 _ => (None, false),
             },
         };
-        let crash = if overwritten && !timed_out {
-            Some(Outcome::Crash {
+        if overwritten && !timed_out {
+            let crash = Outcome::Crash {
                 cause: "region".into(),
                 message: "the target overwrote the region's header".into(),
                 location: None,
-            })
-        } else {
-            crash
-        };
-        RunRecord::read_foreign(view, crash, timed_out, &self.catalog)
+            };
+            return (Some(crash), false);
+        }
+        (crash, timed_out)
+    }
+}
+
+impl Runner for Process {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        let (crash, timed_out) = self.execute(input);
+        RunRecord::read_foreign(self.view(), crash, timed_out, &self.catalog)
     }
 }
 

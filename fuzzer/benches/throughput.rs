@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dst_fuzz::explore::{Options, explore_here};
+use dst_fuzz::subject::InProcessSubject;
 use libafl::corpus::InMemoryCorpus;
 use libafl::events::SimpleEventManager;
 use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
@@ -121,8 +122,9 @@ fn dst_explorer(dir: &Path) -> f64 {
         status: false,
         shrink_budget: 1000,
         stop_on_finding: false,
+        reproduce: None,
     };
-    let summary = explore_here(target, &options).unwrap();
+    let summary = explore_here(InProcessSubject::new(target, options.timeout), &options).unwrap();
     summary.executions as f64 / summary.seconds
 }
 

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use dst_fuzz::explore::{Options, explore_here};
+use dst_fuzz::subject::InProcessSubject;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -32,8 +33,10 @@ fn to_bug<F: FnMut() + 'static>(name: &str, make: impl Fn() -> F) {
             status: false,
             shrink_budget: 5000,
             stop_on_finding: true,
+            reproduce: None,
         };
-        let summary = explore_here(make(), &options).unwrap();
+        let summary =
+            explore_here(InProcessSubject::new(make(), options.timeout), &options).unwrap();
         match summary.findings.first() {
             Some(f) => {
                 executions.push(f.executions as f64);

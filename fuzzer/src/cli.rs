@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use dst_executors::{Executor, Forking};
-use dst_kernel::{Campaign, Determinism, check_determinism, shrink};
+use dst_kernel::{Campaign, Determinism, Outcome, check_determinism, shrink};
 use serde_json::json;
 
 use crate::explore::{Options, explore, explore_parallel};
 use crate::findings::{self, describe, explain, traced_run};
 use crate::store::{self, StoreError};
+use crate::subject::{InProcessSubject, Subject};
 use crate::{coverage, exit, report};
 
 #[derive(Parser)]
@@ -182,9 +183,11 @@ pub fn run(target: Target) -> i32 {
             budget,
             Duration::from_millis(timeout_ms),
         ),
-        Command::Report { json, campaign } => {
-            report_command(&campaign.unwrap_or_else(|| default_campaign(&name)), json)
-        }
+        Command::Report { json, campaign } => report_command(
+            &campaign.unwrap_or_else(|| default_campaign(&name)),
+            &dst::catalog::sites(),
+            json,
+        ),
         Command::Run => {
             let mut target = target;
             target();
@@ -226,23 +229,53 @@ fn fuzz(target: Target, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
         status: !args.quiet,
         shrink_budget: args.shrink_budget,
         stop_on_finding: args.stop_on_finding,
+        reproduce: None,
     };
-    if options.runs.is_none() && options.time.is_none() {
-        eprintln!("dst-fuzz: no --runs or --time given: exploring until interrupted");
-    }
     if !coverage::instrumented() && !args.quiet {
         eprintln!(
             "dst-fuzz: this binary has no edge coverage (build it with `cargo dst-fuzz run`); guided by decisions and properties only"
         );
     }
-    let summary = if args.jobs > 1 {
-        explore_parallel(target, &options, args.jobs)?
+    let timeout = options.timeout;
+    let make = move || Ok(InProcessSubject::new(target, timeout));
+    let output = Output {
+        json: args.json,
+        quiet: args.quiet,
+    };
+    campaign(make, &dst::catalog::sites(), &options, args.jobs, output)
+}
+
+/// What a campaign prints at its end.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// One JSON object on stdout.
+    pub json: bool,
+    /// No summary on stderr.
+    pub quiet: bool,
+}
+
+/// Runs a campaign on the subject `make` builds (in each client), prints
+/// its summary, and returns the exit status: [`exit::FINDING`] when the
+/// findings folder holds any finding.
+pub fn campaign<S: Subject>(
+    make: impl FnOnce() -> Result<S, StoreError>,
+    catalog: &[dst::catalog::SiteInfo],
+    options: &Options,
+    jobs: usize,
+    output: Output,
+) -> Result<i32, StoreError> {
+    if options.runs.is_none() && options.time.is_none() {
+        eprintln!("dst-fuzz: no --runs or --time given: exploring until interrupted");
+    }
+    let name = &options.name;
+    let summary = if jobs > 1 {
+        explore_parallel(make, catalog, options, jobs)?
     } else {
-        explore(target, &options)?
+        explore(make, catalog, options)?
     };
     let all_findings = store::known_findings(&options.findings_dir)?;
     let rate = summary.executions as f64 / summary.seconds.max(1e-9);
-    if !args.quiet {
+    if !output.quiet {
         eprintln!(
             "dst-fuzz: {} executions in {:.1}s ({rate:.0}/s), corpus {}, edges {}, {} new finding(s), {} in {}",
             summary.executions,
@@ -255,7 +288,7 @@ fn fuzz(target: Target, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
         );
         eprint!("{}", report::text(&summary.campaign));
     }
-    if args.json {
+    if output.json {
         let out = json!({
             "target": name,
             "executions": summary.executions,
@@ -283,10 +316,20 @@ fn replay(
     timeout: Duration,
 ) -> Result<i32, StoreError> {
     let input = store::read_input(file)?;
-    let mut exec = Forking::new(target, timeout);
+    replay_with(&mut Forking::new(target, timeout), &input, as_json)
+}
+
+/// `replay` over any executor: runs `input` three times, then once traced,
+/// and prints the outcome, the determinism verdict and every decision.
+pub fn replay_with(
+    exec: &mut impl Executor,
+    input: &[u8],
+    as_json: bool,
+) -> Result<i32, StoreError> {
+    let input = input.to_vec();
     let catalog = exec.catalog();
-    let (_, verdict) = check_determinism(&mut exec, &input, 3);
-    let record = traced_run(&mut exec, &input);
+    let (_, verdict) = check_determinism(exec, &input, 3);
+    let record = traced_run(exec, &input);
     let decisions = explain(&record);
     let description = describe(&record, &catalog);
     if as_json {
@@ -311,6 +354,9 @@ fn replay(
         );
         if let Some(location) = description["location"].as_str() {
             println!("at: {location}");
+        }
+        if let Outcome::Crash { message, .. } = &record.outcome {
+            println!("crash: {message}");
         }
         if !description["details"].is_null() {
             println!("details: {}", description["details"]);
@@ -346,13 +392,22 @@ fn minimize(
     budget: u64,
     timeout: Duration,
 ) -> Result<i32, StoreError> {
+    minimize_with(&mut Forking::new(target, timeout), file, out, budget)
+}
+
+/// `minimize` over any executor.
+pub fn minimize_with(
+    exec: &mut impl Executor,
+    file: &Path,
+    out: Option<PathBuf>,
+    budget: u64,
+) -> Result<i32, StoreError> {
     let input = store::read_input(file)?;
-    let mut exec = Forking::new(target, timeout);
-    let Some(signature) = dst_kernel::Runner::run(&mut exec, &input).signature() else {
+    let Some(signature) = dst_kernel::Runner::run(exec, &input).signature() else {
         println!("{} passes: nothing to minimize", file.display());
         return Ok(exit::OK);
     };
-    let shrunk = shrink(&mut exec, &input, &signature, budget)
+    let shrunk = shrink(exec, &input, &signature, budget)
         .expect("a failing input reproduces its own signature");
     let out = out.unwrap_or_else(|| {
         let mut name = file.as_os_str().to_owned();
@@ -370,9 +425,15 @@ fn minimize(
     Ok(exit::FINDING)
 }
 
-fn report_command(campaign_file: &Path, as_json: bool) -> Result<i32, StoreError> {
-    let campaign = store::load_campaign(campaign_file)?
-        .unwrap_or_else(|| Campaign::new(dst::catalog::sites()));
+/// Prints the property table of a saved campaign (all of `catalog` unfound
+/// when there is none yet); [`exit::FINDING`] when a property fails.
+pub fn report_command(
+    campaign_file: &Path,
+    catalog: &[dst::catalog::SiteInfo],
+    as_json: bool,
+) -> Result<i32, StoreError> {
+    let campaign =
+        store::load_campaign(campaign_file)?.unwrap_or_else(|| Campaign::new(catalog.to_vec()));
     if as_json {
         println!(
             "{}",

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use dst_executors::{Executor as _, Forking, InProcess};
+use dst::catalog::SiteInfo;
 use dst_kernel::Campaign;
 use libafl::HasMetadata;
 use libafl::corpus::{Corpus, InMemoryCorpus};
@@ -45,9 +45,7 @@ use crate::feedback::{
 use crate::findings::{self, FindingSummary};
 use crate::mutators::{ChangeDecision, SpliceDecisions, ZeroDecisions};
 use crate::store::{self, StoreError};
-
-/// Shrinking budget for findings that must be replayed in forked children.
-const FORKED_SHRINK_BUDGET: u64 = 100;
+use crate::subject::{Dyn, Subject};
 
 /// What a campaign is asked to do.
 #[derive(Debug, Clone)]
@@ -71,6 +69,9 @@ pub struct Options {
     pub shrink_budget: u64,
     /// Stop at the first finding.
     pub stop_on_finding: bool,
+    /// How a finding is reproduced (written into finding.json); `None`
+    /// for this binary's own `replay` and `run` commands.
+    pub reproduce: Option<serde_json::Value>,
 }
 
 /// What a campaign did.
@@ -94,11 +95,15 @@ pub type State =
 /// the timeout, LibAFL's handlers save the state (the failing input among
 /// the solutions) and the client is started again from it. The client prints
 /// the results; this process only returns in the client.
-pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Summary, StoreError> {
+pub fn explore<S: Subject>(
+    make: impl FnOnce() -> Result<S, StoreError>,
+    catalog: &[SiteInfo],
+    options: &Options,
+) -> Result<Summary, StoreError> {
     use libafl::events::SimpleRestartingEventManager;
     use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
 
-    let campaign = saved_campaign(&options.campaign_file)?;
+    let campaign = saved_campaign(&options.campaign_file, catalog)?;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;
     store::load_corpus(&options.corpus_dir)?;
@@ -108,7 +113,7 @@ pub fn explore<F: FnMut() + 'static>(target: F, options: &Options) -> Result<Sum
         Ok((restored, mgr)) => {
             die_with_parent();
             client(
-                target,
+                make()?,
                 options,
                 restored,
                 mgr,
@@ -190,19 +195,23 @@ pub fn report_exit(code: i32) {
 
 /// Runs a campaign in this process only: no restarts, so a target that
 /// crashes the process or hangs ends it. For benchmarks and embedding.
-pub fn explore_here<F: FnMut() + 'static>(
-    target: F,
-    options: &Options,
-) -> Result<Summary, StoreError> {
-    let campaign = saved_campaign(&options.campaign_file)?;
+pub fn explore_here<S: Subject>(subject: S, options: &Options) -> Result<Summary, StoreError> {
+    let campaign = saved_campaign(&options.campaign_file, &subject.catalog())?;
     let mgr = SimpleEventManager::new(NopMonitor::new());
-    client(target, options, None, mgr, campaign, &options.campaign_file)
+    client(
+        subject,
+        options,
+        None,
+        mgr,
+        campaign,
+        &options.campaign_file,
+    )
 }
 
 /// The campaign saved in `file`, or a new one if there is none or the
 /// target's properties changed since.
-fn saved_campaign(file: &Path) -> Result<Campaign, StoreError> {
-    let catalog = dst::catalog::sites();
+fn saved_campaign(file: &Path, catalog: &[SiteInfo]) -> Result<Campaign, StoreError> {
+    let catalog = catalog.to_vec();
     Ok(match store::load_campaign(file)? {
         Some(saved) if saved.catalog == catalog => saved,
         Some(_) => {
@@ -251,8 +260,8 @@ impl<EM> ClientManager for EM where
 /// until the budget is spent, and save corpus, findings and campaign (to
 /// `campaign_file`) along the way. `restored` is the state a restarting
 /// event manager hands back after a crash of this client.
-pub fn client<F, EM>(
-    target: F,
+pub fn client<S, EM>(
+    subject: S,
     options: &Options,
     restored: Option<State>,
     mut mgr: EM,
@@ -260,17 +269,24 @@ pub fn client<F, EM>(
     campaign_file: &Path,
 ) -> Result<Summary, StoreError>
 where
-    F: FnMut() + 'static,
+    S: Subject,
     EM: ClientManager,
 {
-    let result = client_inner(target, options, restored, &mut mgr, campaign, campaign_file);
+    let result = client_inner(
+        subject,
+        options,
+        restored,
+        &mut mgr,
+        campaign,
+        campaign_file,
+    );
     // Finished or failed, this client is not to be restarted.
     mgr.send_exiting().map_err(StoreError::libafl)?;
     result
 }
 
-fn client_inner<F, EM>(
-    target: F,
+fn client_inner<S, EM>(
+    subject: S,
     options: &Options,
     restored: Option<State>,
     mgr: &mut EM,
@@ -278,11 +294,11 @@ fn client_inner<F, EM>(
     campaign_file: &Path,
 ) -> Result<Summary, StoreError>
 where
-    F: FnMut() + 'static,
+    S: Subject,
     EM: ClientManager,
 {
     let started = Instant::now();
-    let exec = Rc::new(RefCell::new(InProcess::new(target)));
+    let exec = Rc::new(RefCell::new(subject));
     let catalog = exec.borrow().catalog();
     feedback::set_region(exec.borrow().view());
     let executions_before = campaign.executions;
@@ -290,15 +306,16 @@ where
     store::ensure_dir(&options.findings_dir)?;
     let mut known_findings = store::known_findings(&options.findings_dir)?;
 
-    let (edges_ptr, edges_len) = coverage::edges();
+    let (edges_ptr, edges_len) = exec.borrow().edges();
     // SAFETY: the counters live in the binary's static memory (or a static
-    // fallback) for the whole process, longer than the observer.
+    // fallback), or in the subject's region, which lives until the end of
+    // this function, after the observer is dropped.
     let edges = HitcountsMapObserver::new(unsafe {
         StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len)
     });
-    let (decisions_ptr, decisions_len) = exec.borrow().view().coverage_ptr();
-    // SAFETY: the region is owned by `exec`, which lives until the end of
-    // this function, after the observer is dropped.
+    let (decisions_ptr, decisions_len) = exec.borrow().decisions();
+    // SAFETY: the map is owned by `exec`, which lives until the end of this
+    // function, after the observer is dropped.
     let decisions = HitcountsMapObserver::new(unsafe {
         StdMapObserver::from_mut_ptr("decisions", decisions_ptr, decisions_len)
     });
@@ -333,8 +350,10 @@ where
 
     let harness_exec = exec.clone();
     let mut harness = move |input: &BytesInput| {
-        let crash = harness_exec.borrow_mut().run_raw(input.as_ref());
-        let kind = if crash.is_some() {
+        let (crash, timed_out) = harness_exec.borrow_mut().execute(input.as_ref());
+        let kind = if timed_out {
+            ExitKind::Timeout
+        } else if crash.is_some() {
             ExitKind::Crash
         } else {
             ExitKind::Ok
@@ -424,32 +443,21 @@ where
                 executions: executions_before + *state.executions(),
                 seconds: started.elapsed().as_secs_f64(),
             };
-            let mut runner = exec.borrow_mut();
-            let processed = if signature.as_ref().is_some_and(findings::needs_fork) {
-                // It hangs or kills the process: replay and shrink it in
-                // forked children, with the same target (and a smaller
-                // budget: a hanging candidate costs a whole timeout).
-                let mut forked = Forking::new(runner.target_mut(), options.timeout);
-                findings::process(
-                    &mut forked,
-                    &catalog,
-                    &input,
-                    found,
-                    &options.findings_dir,
-                    &mut known_findings,
-                    options.shrink_budget.min(FORKED_SHRINK_BUDGET),
-                )?
-            } else {
-                findings::process(
-                    &mut *runner,
-                    &catalog,
-                    &input,
-                    found,
-                    &options.findings_dir,
-                    &mut known_findings,
-                    options.shrink_budget,
-                )?
-            };
+            let mut processed = Ok(None);
+            exec.borrow_mut()
+                .with_replayer(signature.as_ref(), &mut |runner, cap| {
+                    processed = findings::process(
+                        &mut Dyn(runner),
+                        &catalog,
+                        &input,
+                        found,
+                        &options.findings_dir,
+                        &mut known_findings,
+                        options.shrink_budget.min(cap),
+                        options.reproduce.as_ref(),
+                    );
+                });
+            let processed = processed?;
             if let Some(summary) = processed {
                 if options.status {
                     eprintln!(
@@ -617,8 +625,9 @@ fn free_port() -> Result<u16, StoreError> {
 /// broker (this process, which prints the status) and one forked, restarting
 /// client per job, sharing new inputs over LLMP. Each client saves its own
 /// part of the campaign; the parts are merged at the end.
-pub fn explore_parallel<F: FnMut() + 'static>(
-    target: F,
+pub fn explore_parallel<S: Subject>(
+    make: impl FnOnce() -> Result<S, StoreError>,
+    catalog: &[SiteInfo],
     options: &Options,
     jobs: usize,
 ) -> Result<Summary, StoreError> {
@@ -628,7 +637,7 @@ pub fn explore_parallel<F: FnMut() + 'static>(
     use std::sync::{Arc, Mutex};
 
     let started = Instant::now();
-    let catalog = dst::catalog::sites();
+    let catalog = catalog.to_vec();
     let executions_before = merge_parts(&options.campaign_file, &catalog)?.executions;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;
@@ -647,6 +656,7 @@ pub fn explore_parallel<F: FnMut() + 'static>(
     let main_pid = std::process::id();
     let shmem = StdShMemProvider::new().map_err(StoreError::libafl)?;
     let client_options = options.clone();
+    let client_catalog = catalog.clone();
     let run_client = move |state: Option<State>, mgr, description: ClientDescription| {
         let mut options = client_options;
         // The broker prints the status of all clients.
@@ -655,9 +665,10 @@ pub fn explore_parallel<F: FnMut() + 'static>(
             .seed
             .wrapping_add((description.id() as u64).wrapping_mul(0x9E37_79B9));
         let part = part_path(&options.campaign_file, description.id());
-        let campaign = Campaign::new(catalog);
+        let campaign = Campaign::new(client_catalog);
         die_with_parent();
-        client(target, &options, state, mgr, campaign, &part)
+        let subject = make().map_err(|e| libafl::Error::unknown(e.to_string()))?;
+        client(subject, &options, state, mgr, campaign, &part)
             .map(|_| ())
             .map_err(|e| libafl::Error::unknown(e.to_string()))
     };
@@ -685,7 +696,7 @@ pub fn explore_parallel<F: FnMut() + 'static>(
         Ok(()) | Err(libafl::Error::ShuttingDown) => {}
         Err(e) => return Err(StoreError::libafl(e)),
     }
-    let campaign = merge_parts(&options.campaign_file, &dst::catalog::sites())?;
+    let campaign = merge_parts(&options.campaign_file, &catalog)?;
     let totals = *totals.lock().unwrap_or_else(|p| p.into_inner());
     let findings = store::known_findings(&options.findings_dir)?
         .difference(&findings_before)

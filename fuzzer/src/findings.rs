@@ -211,6 +211,7 @@ pub fn process(
     dir: &Path,
     known: &mut BTreeSet<String>,
     shrink_budget: u64,
+    reproduce: Option<&Value>,
 ) -> Result<Option<FindingSummary>, StoreError> {
     let (first, verdict) = check_determinism(runner, input, REPLAYS);
     let Some(signature) = first.signature() else {
@@ -260,15 +261,28 @@ pub fn process(
         d.extend(e);
     }
     let path = dir.join(&name);
-    if let (Value::Object(d), Ok(binary)) = (&mut description, std::env::current_exe()) {
-        let input = path.join("input");
-        d.insert(
-            "reproduce".into(),
+    let input_path = path.join("input");
+    let reproduce = match reproduce {
+        // A template: "{input}" stands for the finding's input file.
+        Some(Value::Object(template)) => Some(Value::Object(
+            template
+                .iter()
+                .map(|(k, v)| {
+                    let text = v.as_str().unwrap_or_default();
+                    let text = text.replace("{input}", &input_path.display().to_string());
+                    (k.clone(), Value::String(text))
+                })
+                .collect(),
+        )),
+        _ => std::env::current_exe().ok().map(|binary| {
             json!({
-                "explain": format!("{} replay {}", binary.display(), input.display()),
-                "debugger": format!("DST_INPUT={} gdb --args {} run", input.display(), binary.display()),
-            }),
-        );
+                "explain": format!("{} replay {}", binary.display(), input_path.display()),
+                "debugger": format!("DST_INPUT={} gdb --args {} run", input_path.display(), binary.display()),
+            })
+        }),
+    };
+    if let (Value::Object(d), Some(reproduce)) = (&mut description, reproduce) {
+        d.insert("reproduce".into(), reproduce);
     }
 
     // Write into a temporary folder, then rename it into place.

@@ -7,8 +7,10 @@
 //!   ([`cli`]) offers `fuzz`, `replay`, `minimize`, `report` and `catalog`;
 //!   the `cargo-dst-fuzz` binary builds targets (with sanitizer coverage on
 //!   the user's crates) and calls those commands.
-//! - [`explore`] wires LibAFL: the harness runs the target through
-//!   `dst_executors::InProcess`; [`feedback`] holds the observers, feedbacks
+//! - [`explore`] wires LibAFL: the harness runs a [`subject::Subject`], a
+//!   closure in this process (`dst_executors::InProcess`) or another
+//!   program through its fork server (`dst_executors::Process`, for
+//!   `cargo dst-fuzz run --cmd`); [`feedback`] holds the observers, feedbacks
 //!   and objective that read the region; [`mutators`] edits whole decisions;
 //!   [`coverage`] receives the edge counters.
 //! - [`findings`] turns a failing input into a replayed, shrunk, explained
@@ -27,6 +29,7 @@ pub mod monitor;
 pub mod mutators;
 pub mod report;
 pub mod store;
+pub mod subject;
 
 /// Defines a target binary's `main` from a closure using the `dst` API:
 ///

@@ -12,9 +12,9 @@
 //! [`coverage`] receives gcc's and clang's `trace-pc` edge callbacks into the
 //! region's coverage map.
 //!
-//! The fork server (`dst::forkserver`) starts from this library's
-//! constructor, or from `dst_setup_complete` under `DST_DEFER=1`;
-//! [`dst_run`] is its persistent mode.
+//! The fork server (`dst::forkserver`) starts from the constructor `dst.h`
+//! adds (in [`dst_register_catalog`]), or from `dst_setup_complete` under
+//! `DST_DEFER=1`; [`dst_run`] is its persistent mode.
 
 pub mod coverage;
 
@@ -60,11 +60,17 @@ pub unsafe extern "C" fn dst_register_catalog(start: *const u8, stop: *const u8)
     }
     // SAFETY: the caller passes the bounds of a mapped section.
     let section = unsafe { std::slice::from_raw_parts(start, stop as usize - start as usize) };
-    let mut registered = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
-    let registered = registered.get_or_insert_with(HashMap::new);
-    for record in c::parse(section) {
-        register(start as usize + record.offset, &record, registered);
+    {
+        let mut registered = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+        let registered = registered.get_or_insert_with(HashMap::new);
+        for record in c::parse(section) {
+            register(start as usize + record.offset, &record, registered);
+        }
     }
+    // dst.h calls this from a constructor, before main: the fork server
+    // (when an explorer asks for one, and DST_DEFER does not) starts here,
+    // with the catalog registered once for all runs.
+    dst_sdk::forkserver::on_load();
 }
 
 /// The catalog index of the record at `site`, cached in `slot` (index + 1).
@@ -200,29 +206,33 @@ pub extern "C" fn dst_random_bool() -> bool {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dst_fault(name: *const c_char) -> bool {
     let name = if name.is_null() {
-        "unnamed fault".to_string()
+        std::borrow::Cow::Borrowed("unnamed fault")
     } else {
         // SAFETY: caller's contract.
-        unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(name) }.to_string_lossy()
     };
     let site = {
         let mut faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
         let faults = faults.get_or_insert_with(HashMap::new);
-        *faults.entry(name.clone()).or_insert_with(|| {
-            let index = catalog::register(Site {
-                kind: catalog::Kind::Fault,
-                message: leak(&name),
-                condition: "",
-                file: "",
-                line: 0,
-                column: 0,
-                module: "",
-                id: catalog::site_hash(&name, 0, 0),
-            });
-            catalog::get(index).expect("just registered")
-        })
+        // Looked up without allocating; registered on first use.
+        match faults.get(&*name) {
+            Some(site) => *site,
+            None => {
+                let index = catalog::register(Site {
+                    kind: catalog::Kind::Fault,
+                    message: leak(&name),
+                    condition: "",
+                    file: "",
+                    line: 0,
+                    column: 0,
+                    module: "",
+                    id: catalog::site_hash(&name, 0, 0),
+                });
+                let site = catalog::get(index).expect("just registered");
+                faults.insert(name.into_owned(), site);
+                site
+            }
+        }
     };
     dst_sdk::runtime::__fault(site)
 }
@@ -262,18 +272,6 @@ pub extern "C" fn dst_run(body: Option<extern "C" fn()>) {
         body();
     });
 }
-
-/// Starts the fork server before `main` when an explorer asks for one
-/// (`DST_FORKSERVER`), unless `DST_DEFER=1` moves it to
-/// `dst_setup_complete`.
-#[used]
-#[unsafe(link_section = ".init_array")]
-static ON_LOAD: extern "C" fn() = {
-    extern "C" fn dst_on_load() {
-        dst_sdk::forkserver::on_load();
-    }
-    dst_on_load
-};
 
 /// Records a named event.
 ///

@@ -201,7 +201,8 @@ fn the_process_executor_runs_a_c_program_over_shared_memory() {
         );
         libc::close(fd);
         assert_ne!(base, libc::MAP_FAILED);
-        base.cast::<u8>().copy_from(dst_sdk::region::MAGIC.to_le_bytes().as_ptr(), 8);
+        base.cast::<u8>()
+            .copy_from(dst_sdk::region::MAGIC.to_le_bytes().as_ptr(), 8);
         base.cast::<u8>().add(8).cast::<u32>().write_volatile(99);
         libc::munmap(base, 4096);
     }

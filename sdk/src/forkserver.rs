@@ -118,11 +118,12 @@ fn serve() {
                 let pid = unsafe { libc::fork() };
                 if pid == 0 {
                     // SAFETY: the child's own copies; the environment is
-                    // edited while this is the only thread.
+                    // edited while this is the only thread (libc's unsetenv,
+                    // which neither allocates nor takes Rust's lock).
                     unsafe {
                         libc::setpgid(0, 0);
                         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                        std::env::remove_var(FORKSERVER_ENV);
+                        libc::unsetenv(c"DST_FORKSERVER".as_ptr());
                     }
                     drop(ctl);
                     drop(status);
@@ -178,12 +179,20 @@ pub fn run(mut body: impl FnMut()) {
 }
 
 /// Starts the server before `main` in Rust binaries that use this crate.
+/// In a C or C++ program (this crate inside libdst, whose
+/// `dst_register_catalog` is then visible), the server starts later, from
+/// the constructor `dst.h` adds: after the program's catalog is registered
+/// and its first constructors ran, so that children do not redo that work.
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static ON_LOAD: extern "C" fn() = {
     extern "C" fn on_load_ctor() {
-        on_load();
+        // SAFETY: a lookup of a NUL-terminated name in the global scope.
+        let libdst = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"dst_register_catalog".as_ptr()) };
+        if libdst.is_null() {
+            on_load();
+        }
     }
     on_load_ctor
 };

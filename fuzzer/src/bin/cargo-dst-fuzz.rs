@@ -58,34 +58,56 @@ enum Cmd {
     List,
     /// Build a target with edge coverage.
     Build { name: String },
-    /// Explore a target: build it with coverage, then search for runs that break its properties.
+    /// Explore a target: build it with coverage, then search for runs that
+    /// break its properties. With --cmd, explore any program linking libdst
+    /// (or the dst crate): `run --cmd -- ./service ARGS`.
     Run {
-        name: String,
+        /// The target (with --cmd: a name for its files, by default the
+        /// program's file name).
+        name: Option<String>,
         /// Clients exploring in parallel (LibAFL launcher and LLMP).
         #[arg(long, default_value_t = 1)]
         jobs: usize,
         #[command(flatten)]
         pass: Passthrough,
+        #[command(flatten)]
+        cmd: CmdArgs,
     },
-    /// Reproduce and explain a run.
+    /// Reproduce and explain a run: `replay NAME FILE`, or
+    /// `replay FILE --cmd -- ./service ARGS`.
     Replay {
-        name: String,
-        file: PathBuf,
+        /// NAME FILE, or FILE with --cmd.
+        #[arg(num_args = 1..=2, required = true)]
+        args: Vec<String>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cmd: CmdArgs,
+        /// Per-run time limit in milliseconds (--cmd).
+        #[arg(long, default_value_t = 1000)]
+        timeout_ms: u64,
     },
-    /// Shrink a failing input.
+    /// Shrink a failing input: `minimize NAME FILE`, or
+    /// `minimize FILE --cmd -- ./service ARGS`.
     Minimize {
-        name: String,
-        file: PathBuf,
+        /// NAME FILE, or FILE with --cmd.
+        #[arg(num_args = 1..=2, required = true)]
+        args: Vec<String>,
         #[arg(long)]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        cmd: CmdArgs,
+        /// Per-run time limit in milliseconds (--cmd).
+        #[arg(long, default_value_t = 1000)]
+        timeout_ms: u64,
     },
-    /// Print the property table.
+    /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
     Report {
-        name: String,
+        name: Option<String>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cmd: CmdArgs,
     },
     /// Print every assertion and fault site of a target, or of any binary
     /// linking libdst (when NAME is a path to a file: read from its
@@ -95,6 +117,99 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A program to explore in its own process, over shared memory.
+#[derive(Args)]
+struct CmdArgs {
+    /// The target is the program after `--`, run through its fork server.
+    #[arg(long)]
+    cmd: bool,
+    /// Start the fork server at dst_setup_complete (DST_DEFER=1), so setup
+    /// runs once.
+    #[arg(long, requires = "cmd")]
+    defer: bool,
+    /// The program and its arguments.
+    #[arg(last = true)]
+    command: Vec<OsString>,
+}
+
+impl CmdArgs {
+    /// The program and its executor, when --cmd is given.
+    fn process(&self, timeout_ms: u64) -> Result<Option<dst_executors::Process>, Failure> {
+        if !self.cmd {
+            return Ok(None);
+        }
+        let Some((program, args)) = self.command.split_first() else {
+            return Err((
+                exit::USAGE,
+                "--cmd needs the program after `--`: --cmd -- ./service ARGS".into(),
+            ));
+        };
+        let program = which(Path::new(program))?;
+        let mut exec = dst_executors::Process::new(
+            &program,
+            args,
+            std::time::Duration::from_millis(timeout_ms),
+        )
+        .map_err(|e| (exit::BAD_INPUT, e))?;
+        exec.set_defer(self.defer);
+        Ok(Some(exec))
+    }
+
+    /// The program's catalog, read from its binary.
+    fn catalog(&self) -> Result<Vec<dst::catalog::SiteInfo>, Failure> {
+        let program = self.command.first().ok_or((
+            exit::USAGE,
+            "--cmd needs the program after `--`: --cmd -- ./service ARGS".to_string(),
+        ))?;
+        dst_executors::elf::catalog(&which(Path::new(program))?).map_err(|e| (exit::BAD_INPUT, e))
+    }
+
+    /// The default name of the program's files: its file name.
+    fn name(&self) -> String {
+        self.command
+            .first()
+            .and_then(|p| Path::new(p).file_stem())
+            .map_or_else(|| "cmd".into(), |s| s.to_string_lossy().into_owned())
+    }
+
+    /// The command line, quoted for a shell.
+    fn shell_words(&self) -> String {
+        self.command
+            .iter()
+            .map(|w| {
+                let w = w.to_string_lossy();
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/._-=:,".contains(c))
+                {
+                    w.into_owned()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// `program` as given when it names a file, else found on PATH.
+fn which(program: &Path) -> Result<PathBuf, Failure> {
+    if program.components().count() > 1 || program.is_file() {
+        return Ok(program.to_path_buf());
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            (
+                exit::USAGE,
+                format!("no program {} on PATH", program.display()),
+            )
+        })
 }
 
 #[derive(Args)]
@@ -160,7 +275,17 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
         Cmd::Build { name } => fuzz.build(&name).map(|_| exit::OK),
-        Cmd::Run { name, jobs, pass } => {
+        Cmd::Run {
+            name,
+            jobs,
+            pass,
+            cmd,
+        } => {
+            if cmd.cmd {
+                let name = name.unwrap_or_else(|| cmd.name());
+                return run_cmd(&fuzz, &name, &cmd, jobs, &pass);
+            }
+            let name = name.ok_or((exit::USAGE, "which target? `run NAME`".to_string()))?;
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["fuzz".into()];
             args.extend(fuzz.paths(&name));
@@ -188,7 +313,26 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
             call(&name, &binary, &args)
         }
-        Cmd::Replay { name, file, json } => {
+        Cmd::Replay {
+            args,
+            json,
+            cmd,
+            timeout_ms,
+        } => {
+            if let Some(mut exec) = cmd.process(timeout_ms)? {
+                let [file] = &args[..] else {
+                    return Err((
+                        exit::USAGE,
+                        "with --cmd: replay FILE --cmd -- PROGRAM".into(),
+                    ));
+                };
+                let input = dst_fuzz::store::read_input(Path::new(file)).map_err(store_failure)?;
+                return dst_fuzz::cli::replay_with(&mut exec, &input, json).map_err(store_failure);
+            }
+            let [name, file] = &args[..] else {
+                return Err((exit::USAGE, "replay NAME FILE".into()));
+            };
+            let (name, file) = (name.clone(), PathBuf::from(file));
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["replay".into(), file.into()];
             if json {
@@ -196,7 +340,26 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
             call(&name, &binary, &args)
         }
-        Cmd::Minimize { name, file, out } => {
+        Cmd::Minimize {
+            args,
+            out,
+            cmd,
+            timeout_ms,
+        } => {
+            if let Some(mut exec) = cmd.process(timeout_ms)? {
+                let [file] = &args[..] else {
+                    return Err((
+                        exit::USAGE,
+                        "with --cmd: minimize FILE --cmd -- PROGRAM".into(),
+                    ));
+                };
+                return dst_fuzz::cli::minimize_with(&mut exec, Path::new(file), out, 20_000)
+                    .map_err(store_failure);
+            }
+            let [name, file] = &args[..] else {
+                return Err((exit::USAGE, "minimize NAME FILE".into()));
+            };
+            let (name, file) = (name.clone(), PathBuf::from(file));
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["minimize".into(), file.into()];
             if let Some(out) = out {
@@ -204,7 +367,13 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
             call(&name, &binary, &args)
         }
-        Cmd::Report { name, json } => {
+        Cmd::Report { name, json, cmd } => {
+            if cmd.cmd {
+                let name = name.unwrap_or_else(|| cmd.name());
+                return dst_fuzz::cli::report_command(&fuzz.campaign(&name), &cmd.catalog()?, json)
+                    .map_err(store_failure);
+            }
+            let name = name.ok_or((exit::USAGE, "which target? `report NAME`".to_string()))?;
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["report".into(), "--campaign".into()];
             args.push(fuzz.campaign(&name).into());
@@ -228,6 +397,61 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             call(&name, &binary, &args)
         }
     }
+}
+
+fn store_failure(err: dst_fuzz::store::StoreError) -> Failure {
+    (err.exit_code(), err.to_string())
+}
+
+/// `run --cmd`: the explorer loop in this process, over the program's fork
+/// server.
+fn run_cmd(
+    fuzz: &FuzzCrate,
+    name: &str,
+    cmd: &CmdArgs,
+    jobs: usize,
+    pass: &Passthrough,
+) -> Result<i32, Failure> {
+    use dst_fuzz::subject::ProcessSubject;
+    let timeout_ms = pass.timeout_ms.unwrap_or(1000);
+    let catalog = cmd.catalog()?;
+    // Checked here, where an error is one line; then again in each client.
+    cmd.process(timeout_ms)?;
+    let time = pass
+        .time
+        .as_deref()
+        .map(dst_fuzz::cli::parse_duration)
+        .transpose()
+        .map_err(|e| (exit::USAGE, e))?;
+    let words = cmd.shell_words();
+    let defer = if cmd.defer { " --defer" } else { "" };
+    let options = dst_fuzz::explore::Options {
+        name: name.to_string(),
+        runs: pass.runs,
+        time,
+        seed: pass.seed.unwrap_or(0),
+        corpus_dir: fuzz.dir.join("corpus").join(name),
+        findings_dir: fuzz.dir.join("findings").join(name),
+        campaign_file: fuzz.campaign(name),
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        status: !pass.quiet,
+        shrink_budget: 20_000,
+        stop_on_finding: pass.stop_on_finding,
+        reproduce: Some(serde_json::json!({
+            "explain": format!("cargo dst-fuzz replay {{input}} --cmd{defer} -- {words}"),
+            "debugger": format!("DST_INPUT={{input}} gdb --args {words}"),
+        })),
+    };
+    // Each client makes its own executor (its own segment and fork server).
+    let make = move || match cmd.process(timeout_ms) {
+        Ok(exec) => Ok(ProcessSubject::new(exec.expect("--cmd is given"))),
+        Err((_, message)) => Err(dst_fuzz::store::StoreError::Libafl(message)),
+    };
+    let output = dst_fuzz::cli::Output {
+        json: pass.json,
+        quiet: pass.quiet,
+    };
+    dst_fuzz::cli::campaign(make, &catalog, &options, jobs, output).map_err(store_failure)
 }
 
 /// Runs a target binary and passes its exit status on; a status the
