@@ -364,7 +364,7 @@ where
     let mut executor = InProcessExecutor::builder()
         .harness(&mut harness)
         .observers(tuple_list!(edges, decisions, properties))
-        .timeout(options.timeout)
+        .timeout(exec.borrow().harness_timeout(options.timeout))
         .fuzzer(&mut fuzzer)
         .state(&mut state)
         .event_mgr(mgr)

@@ -27,6 +27,12 @@ pub trait Subject: 'static {
     fn edges(&self) -> (*mut u8, usize);
     /// The map observed as decision coverage.
     fn decisions(&self) -> (*mut u8, usize);
+    /// The time limit LibAFL's executor enforces around one run: the run's
+    /// own limit for a closure in this process; more for a subject that
+    /// enforces the limit itself (and reports a timeout as a result).
+    fn harness_timeout(&self, timeout: Duration) -> Duration {
+        timeout
+    }
     /// Calls `f` with an executor fit to replay and shrink a finding with
     /// `signature`, and a cap on its shrinking budget.
     fn with_replayer(
@@ -140,6 +146,10 @@ impl Subject for ProcessSubject {
 
     fn edges(&self) -> (*mut u8, usize) {
         self.exec.view().coverage_ptr()
+    }
+
+    fn harness_timeout(&self, timeout: Duration) -> Duration {
+        timeout * 3 + Duration::from_secs(10)
     }
 
     fn decisions(&self) -> (*mut u8, usize) {

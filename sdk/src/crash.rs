@@ -103,7 +103,7 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
             header.crash_frames[0].store(pc as u64, Ordering::Relaxed);
             depth = 1;
         }
-        for &frame in stack.iter().take(CRASH_FRAMES - depth) {
+        for &frame in stack.iter().filter(|&&f| f != 0).take(CRASH_FRAMES - depth) {
             header.crash_frames[depth].store(frame as u64, Ordering::Relaxed);
             depth += 1;
         }

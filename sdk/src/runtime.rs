@@ -108,10 +108,18 @@ pub fn first_failure() -> Option<&'static str> {
     Some(catalog::get(index).map_or("?", |site| site.message))
 }
 
-/// The current region's coverage map (empty in local mode), attaching to an
-/// explorer's region or starting local mode first if needed. For coverage
-/// callbacks of instrumented C code (libdst), which cache the answer.
+/// The coverage map of an explorer's region, attaching to the one named in
+/// `DST_REGION` if needed; empty without an explorer. For coverage
+/// callbacks of instrumented C code (libdst), which cache the answer. It
+/// never starts local mode: edges run before `main` (in constructors),
+/// before the program's catalog is registered, and local mode sizes its
+/// region from that catalog.
 pub fn coverage_map() -> (*mut u8, usize) {
+    if REGION.load(Ordering::Acquire).is_null()
+        && std::env::var_os(crate::shm::REGION_ENV).is_none()
+    {
+        return (std::ptr::null_mut(), 0);
+    }
     region().coverage_ptr()
 }
 
@@ -153,7 +161,9 @@ fn init_local() {
         let layout = Layout {
             input_capacity: input.len(),
             coverage_size: 0,
-            sites_capacity: catalog::count(),
+            // Room for sites registered later (C fault names, libraries
+            // loaded at run time).
+            sites_capacity: catalog::count() + 1024,
             decisions_capacity: 1 << 16,
             events_capacity: 1 << 16,
         };

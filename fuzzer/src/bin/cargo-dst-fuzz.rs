@@ -231,6 +231,9 @@ struct Passthrough {
 }
 
 fn main() {
+    // Output piped into `head` ends quietly, as for other command-line tools.
+    // SAFETY: setting a signal's action to the default, before any thread.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args: Vec<OsString> = std::env::args_os().collect();
     if std::env::var_os("DST_FUZZ_RUSTC_WRAPPER").is_some() && args.len() >= 2 {
         wrap_rustc(&args[1..]);
