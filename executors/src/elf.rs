@@ -1,5 +1,8 @@
-//! The catalog of a C or C++ binary, read from its file: the records of its
-//! `dst_catalog` section (format: `dst::catalog::c`), without running it.
+//! The catalog of a program: for C and C++, the records of its
+//! `dst_catalog` section (format: `dst::catalog::c`), read from the file
+//! without running it; for a Rust binary using the `dst` crate, whose
+//! link-time catalog holds pointers, asked of the program itself
+//! (`dst::forkserver::CATALOG_OUT_ENV`: it answers before `main`).
 
 use std::path::Path;
 
@@ -26,4 +29,40 @@ pub fn catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
         .enumerate()
         .map(|(i, record)| record.info(i as u32))
         .collect())
+}
+
+/// The catalog of the program at `path`: its `dst_catalog` section when it
+/// has one, else what the program reports when asked (a Rust binary using
+/// the `dst` crate); empty for a program without the SDK.
+pub fn program_catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
+    let sites = catalog(path)?;
+    if !sites.is_empty() {
+        return Ok(sites);
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let rust = object::File::parse(&*bytes)
+        .map(|f| f.section_by_name("linkme_CATALOG").is_some())
+        .unwrap_or(false);
+    if !rust {
+        return Ok(sites);
+    }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!("dst-catalog-{}-{n}.json", std::process::id()));
+    let status = std::process::Command::new(path)
+        .env(dst::forkserver::CATALOG_OUT_ENV, &out)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    let text = std::fs::read(&out);
+    let _ = std::fs::remove_file(&out);
+    match text {
+        Ok(text) if status.success() => serde_json::from_slice(&text)
+            .map_err(|e| format!("{} reported a bad catalog: {e}", path.display())),
+        _ => Err(format!(
+            "{} did not report its catalog ({status}): does it link the dst crate?",
+            path.display()
+        )),
+    }
 }

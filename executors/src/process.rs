@@ -246,12 +246,14 @@ pub struct Process {
     launch: Launch,
     /// The fork server's layout, for symbolizing crashes.
     symbolizer: Option<Symbolizer>,
+    /// Extra environment of the program.
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Process {
     /// An executor for `program args...`; reads its catalog from the binary.
     pub fn new(program: &Path, args: &[OsString], timeout: Duration) -> Result<Process, String> {
-        let catalog = crate::elf::catalog(program)?;
+        let catalog = crate::elf::program_catalog(program)?;
         let segment = Segment::create(Layout {
             sites_capacity: catalog.len() + SPARE_SITES,
             coverage_size: 1 << 16,
@@ -270,6 +272,7 @@ impl Process {
             use_server: true,
             launch: Launch::Unknown,
             symbolizer: None,
+            env: Vec::new(),
         })
     }
 
@@ -283,6 +286,12 @@ impl Process {
     pub fn set_defer(&mut self, defer: bool) {
         self.defer = defer;
         self.launch = Launch::Unknown;
+    }
+
+    /// Sets a variable in the program's environment (for runs started after
+    /// this call: set it before the first run).
+    pub fn set_env(&mut self, key: impl Into<OsString>, value: impl Into<OsString>) {
+        self.env.push((key.into(), value.into()));
     }
 
     /// Whether to try a fork server at all (default: yes).
@@ -325,6 +334,7 @@ impl Process {
         if self.defer {
             command.env(DEFER_ENV, "1");
         }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
         command
     }
 

@@ -51,9 +51,25 @@ fn deferred() -> bool {
     std::env::var_os(DEFER_ENV).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// Asks a program for its catalog: with this variable set, the program
+/// writes its catalog (JSON, a list of `SiteInfo`) to the file it names and
+/// exits before `main`. For binaries whose catalog cannot be read from the
+/// file (Rust's link-time catalog holds pointers).
+pub const CATALOG_OUT_ENV: &str = "DST_CATALOG_OUT";
+
 /// Starts the server unless `DST_DEFER` asks for `setup_complete`. Called
-/// by constructors before `main`; returns in each child.
+/// by constructors before `main`; returns in each child. Answers
+/// [`CATALOG_OUT_ENV`] first.
 pub fn on_load() {
+    if let Some(path) = std::env::var_os(CATALOG_OUT_ENV) {
+        let json = serde_json::to_vec(&crate::catalog::sites()).unwrap_or_default();
+        let code = match std::fs::write(&path, json) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        // SAFETY: ending the process before main, as asked.
+        unsafe { libc::_exit(code) };
+    }
     if !deferred() {
         serve();
     }

@@ -1,0 +1,135 @@
+//! The fork server inside libdst: forking before main, at
+//! dst_setup_complete under DST_DEFER=1, and persistent mode (dst_run);
+//! every mode gives the same run for the same input, and a crash costs only
+//! the child.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use dst_executors::{Process, Runner};
+use dst_kernel::{Outcome, RunRecord};
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn build_server() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(manifest.join("Cargo.toml"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = std::env::temp_dir().join(format!("dst-c-server-{}", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-std=c11", "-g", "-Wall", "-Werror", "-o"])
+        .arg(&out)
+        .arg(manifest.join("tests/c/server.c"))
+        .arg("-I")
+        .arg(manifest.join("include"))
+        .arg("-L")
+        .arg(target_dir())
+        .arg("-ldst")
+        .arg(format!("-Wl,-rpath,{}", target_dir().display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out
+}
+
+/// An executor for the program whose starts and setups go to `log`.
+fn executor(program: &Path, args: &[&str], log: &Path) -> Process {
+    let args: Vec<_> = args.iter().map(Into::into).collect();
+    let mut exec = Process::new(program, &args, Duration::from_secs(5)).unwrap();
+    exec.set_env("SERVER_LOG", log);
+    exec
+}
+
+fn lines(log: &Path, what: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == what)
+        .count()
+}
+
+/// Inputs: explicit decisions after a zero seed.
+fn input(decisions: &[u8]) -> Vec<u8> {
+    let mut input = vec![0u8; 8];
+    input.extend_from_slice(decisions);
+    input
+}
+
+fn inputs() -> Vec<Vec<u8>> {
+    (0..20u8)
+        .map(|i| input(&[i * 5 % 100, i % 10, 9, i % 7, 3, 9]))
+        .collect()
+}
+
+fn hashes(exec: &mut Process) -> Vec<(u64, bool)> {
+    inputs()
+        .iter()
+        .map(|i| {
+            let r: RunRecord = exec.run(i);
+            (r.trace_hash, r.signature().is_some())
+        })
+        .collect()
+}
+
+#[test]
+fn every_fork_server_mode_gives_the_same_runs() {
+    let program = build_server();
+    let dir = std::env::temp_dir().join(format!("dst-c-server-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // Forking before main: main (and its setup) runs once per run.
+    let log = dir.join("plain");
+    let mut plain = executor(&program, &[], &log);
+    let expected = hashes(&mut plain);
+    assert_eq!(plain.launch_mode(), "fork server");
+    assert_eq!(lines(&log, "setup"), 20);
+    assert!(expected.iter().any(|(_, failed)| *failed), "some runs fail");
+    assert!(expected.iter().any(|(_, failed)| !*failed), "some pass");
+
+    // DST_DEFER=1: the server forks at dst_setup_complete; setup runs once.
+    let log = dir.join("defer");
+    let mut deferred = executor(&program, &[], &log);
+    deferred.set_defer(true);
+    assert_eq!(hashes(&mut deferred), expected);
+    assert_eq!(lines(&log, "setup"), 1);
+
+    // Persistent mode: one process runs them all.
+    let log = dir.join("persistent");
+    let mut persistent = executor(&program, &["--persistent"], &log);
+    assert_eq!(hashes(&mut persistent), expected);
+    assert_eq!(lines(&log, "start"), 1);
+
+    // A crash kills only that run's child; the next run gets a fresh one,
+    // and runs the same as before.
+    let crash = persistent.run(&input(&[13]));
+    match &crash.outcome {
+        Outcome::Crash {
+            cause, location, ..
+        } => {
+            assert_eq!(cause, "SIGSEGV");
+            assert!(
+                location.as_deref().unwrap_or_default().contains("workload"),
+                "{location:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(hashes(&mut persistent), expected);
+    assert_eq!(lines(&log, "start"), 2);
+
+    // Without a fork server (one process per run), the same runs again.
+    let log = dir.join("spawn");
+    let mut spawned = executor(&program, &[], &log);
+    spawned.set_fork_server(false);
+    assert_eq!(hashes(&mut spawned), expected);
+    assert_eq!(spawned.launch_mode(), "one process per run");
+    let _ = std::fs::remove_dir_all(&dir);
+}
