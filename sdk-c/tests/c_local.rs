@@ -253,3 +253,50 @@ fn trace_pc_coverage_reaches_the_region() {
     assert!(record.coverage.len() as u64 <= record.decision_count);
     assert!(nominal.coverage.len() > record.coverage.len());
 }
+
+#[test]
+fn clang_trace_pc_guard_coverage_reaches_the_region() {
+    use dst_executors::{Process, Runner};
+    use std::time::Duration;
+
+    // CI installs clang; on a machine without it there is nothing to test.
+    if Command::new("clang").arg("--version").output().is_err() {
+        eprintln!("clang is not installed: skipping the trace-pc-guard test");
+        return;
+    }
+    build_libdst();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let binary = std::env::temp_dir().join(format!("dst-c-basic-guard-{}", std::process::id()));
+    let object = binary.with_extension("o");
+    // Instrument when compiling, not when linking: with the flag at link
+    // time, clang adds its own (weak) callbacks, which win over libdst's.
+    let status = Command::new("clang")
+        .args(["-std=c11", "-c", "-fsanitize-coverage=trace-pc-guard", "-o"])
+        .arg(&object)
+        .arg(manifest.join("tests/c/basic.c"))
+        .arg("-I")
+        .arg(manifest.join("include"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = Command::new("clang")
+        .arg("-o")
+        .arg(&binary)
+        .arg(&object)
+        .arg("-L")
+        .arg(target_dir())
+        .arg("-ldst")
+        .arg(format!("-Wl,-rpath,{}", target_dir().display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut exec = Process::new(&binary, &[], Duration::from_secs(5)).unwrap();
+    let nominal = exec.run(&[]);
+    assert!(nominal.coverage.len() > 5, "{:?}", nominal.coverage);
+    assert_eq!(exec.run(&[]).coverage, nominal.coverage);
+    let faulted = exec.run(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xF0]);
+    let edges = |r: &dst_kernel::RunRecord| -> std::collections::BTreeSet<u32> {
+        r.coverage.iter().map(|(i, _)| *i).collect()
+    };
+    assert!(!edges(&faulted).is_subset(&edges(&nominal)));
+}
