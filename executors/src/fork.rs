@@ -162,7 +162,7 @@ pub(crate) fn signal_name(signal: i32) -> String {
 impl<F: FnMut()> Runner for Forking<F> {
     fn run(&mut self, input: &[u8]) -> RunRecord {
         let view = self.region.view();
-        view.reset(input, self.flags);
+        view.reset(input, self.flags | dst::region::FLAG_EVENTS);
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();

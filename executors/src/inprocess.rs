@@ -127,7 +127,10 @@ impl<F> Drop for InProcess<F> {
 
 impl<F: FnMut()> Runner for InProcess<F> {
     fn run(&mut self, input: &[u8]) -> RunRecord {
+        let flags = self.flags;
+        self.flags |= dst::region::FLAG_EVENTS;
         let crash = self.run_raw(input);
+        self.flags = flags;
         RunRecord::read(self.region.view(), crash, false)
     }
 }

@@ -248,6 +248,9 @@ pub struct Process {
     symbolizer: Option<Symbolizer>,
     /// Extra environment of the program.
     env: Vec<(OsString, OsString)>,
+    /// Bytes of the coverage map the program uses (all of it unless its
+    /// fork server says less).
+    coverage_used: usize,
 }
 
 impl Process {
@@ -273,6 +276,7 @@ impl Process {
             launch: Launch::Unknown,
             symbolizer: None,
             env: Vec::new(),
+            coverage_used: 0,
         })
     }
 
@@ -378,6 +382,13 @@ impl Process {
         };
         match read_word(&mut server.status, self.timeout.max(SERVER_START)) {
             Some(HELLO) => {
+                let size = self.segment.view.header().coverage_size as usize;
+                let extent = read_word(&mut server.status, SERVER_START).unwrap_or(0) as usize;
+                self.coverage_used = if extent == 0 || extent >= size {
+                    size
+                } else {
+                    extent.next_multiple_of(64).min(size)
+                };
                 let modules = symbolize::read_maps(server.process.id());
                 self.symbolizer = Some(Symbolizer::new(modules));
                 Ok(server)
@@ -437,7 +448,15 @@ impl Process {
         if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
             return Ended::ServerFailed("the fork server is gone".into());
         }
-        let Some(pid) = read_word(&mut server.status, SERVER_START) else {
+        // The server answers at once (or its pipe closes): no timeout here,
+        // which saves a poll per run.
+        let mut word = [0u8; 4];
+        let Some(pid) = server
+            .status
+            .read_exact(&mut word)
+            .ok()
+            .map(|()| u32::from_le_bytes(word))
+        else {
             return Ended::ServerFailed("the fork server did not start a run".into());
         };
         let pid = pid as libc::pid_t;
@@ -529,11 +548,11 @@ impl Process {
         self.segment.view
     }
 
-    /// Runs one input; returns the crash, if any, and whether the run timed
-    /// out. The rest of the outcome is in [`Process::view`]: the explorer's
-    /// fast path.
-    pub fn execute(&mut self, input: &[u8]) -> (Option<Outcome>, bool) {
+    /// Starts the program (its fork server, or settles on one process per
+    /// run) if that has not happened yet; runs do it themselves.
+    pub fn start(&mut self) {
         if matches!(self.launch, Launch::Unknown) {
+            self.coverage_used = self.segment.view.header().coverage_size as usize;
             self.launch = if self.use_server {
                 match self.start_server() {
                     Ok(server) => Launch::Server(server),
@@ -543,8 +562,28 @@ impl Process {
                 Launch::Spawn
             };
         }
+    }
+
+    /// The part of the coverage map the program uses: all of it, or the
+    /// densely numbered edges (clang's trace-pc-guard) its fork server
+    /// reported, after the decision window. Known after [`Process::start`].
+    pub fn coverage(&self) -> (*mut u8, usize) {
+        let (ptr, len) = self.segment.view.coverage_ptr();
+        let used = if self.coverage_used == 0 {
+            len
+        } else {
+            self.coverage_used.min(len)
+        };
+        (ptr, used)
+    }
+
+    /// Runs one input; returns the crash, if any, and whether the run timed
+    /// out. The rest of the outcome is in [`Process::view`]: the explorer's
+    /// fast path.
+    pub fn execute(&mut self, input: &[u8]) -> (Option<Outcome>, bool) {
+        self.start();
         let (view, _) = self.segment.restore();
-        view.reset(input, self.flags);
+        view.reset_covering(input, self.flags, self.coverage().1);
         let ended = match self.launch {
             Launch::Server(_) => self.run_served(),
             _ => self.run_spawned(),
@@ -600,7 +639,10 @@ impl Process {
 
 impl Runner for Process {
     fn run(&mut self, input: &[u8]) -> RunRecord {
+        let flags = self.flags;
+        self.flags |= dst::region::FLAG_EVENTS;
         let (crash, timed_out) = self.execute(input);
+        self.flags = flags;
         RunRecord::read_foreign(self.view(), crash, timed_out, &self.catalog)
     }
 }

@@ -123,7 +123,10 @@ pub struct ProcessSubject {
 }
 
 impl ProcessSubject {
-    pub fn new(exec: Process) -> Self {
+    /// Starts the program at once, so that the part of its coverage map
+    /// in use is known before the observers are made.
+    pub fn new(mut exec: Process) -> Self {
+        exec.start();
         ProcessSubject {
             exec,
             none: Box::new(std::cell::UnsafeCell::new([0])),
@@ -145,7 +148,7 @@ impl Subject for ProcessSubject {
     }
 
     fn edges(&self) -> (*mut u8, usize) {
-        self.exec.view().coverage_ptr()
+        self.exec.coverage()
     }
 
     fn harness_timeout(&self, timeout: Duration) -> Duration {

@@ -45,11 +45,18 @@ fn map() -> (*mut u8, usize) {
     (MAP.load(Ordering::Relaxed), MAP_LEN.load(Ordering::Relaxed))
 }
 
+/// Set once hashed edges are seen: they may use the whole map.
+static HASHED: AtomicU8 = AtomicU8::new(0);
+
 /// Counts the edge ending at `pc`.
 extern "C" fn dst_cov_edge(pc: usize) {
     let (_, len) = map();
     if len == 0 {
         return;
+    }
+    if HASHED.load(Ordering::Relaxed) == 0 {
+        HASHED.store(1, Ordering::Relaxed);
+        dst_sdk::runtime::set_coverage_extent(u64::MAX);
     }
     let current = (pc ^ (pc >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
     let previous = PREVIOUS.swap(current >> 1, Ordering::Relaxed);
@@ -89,6 +96,9 @@ pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard_init(start: *mut u32, st
     for guard in guards {
         *guard = GUARDS.fetch_add(1, Ordering::Relaxed) + 1;
     }
+    // Edges go after the decision window, one slot each.
+    let used = dst_sdk::region::DECISION_WINDOW + u64::from(GUARDS.load(Ordering::Relaxed)) + 1;
+    dst_sdk::runtime::set_coverage_extent(used);
 }
 
 /// clang's trace-pc-guard callback: counts the edge's guard.
@@ -103,8 +113,9 @@ pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard(guard: *mut u32) {
     if id == 0 || len == 0 {
         return;
     }
-    // Guards are numbered densely: a small program touches few pages.
-    let slot = id % len;
+    // Guards are numbered densely, after the decision window: a small
+    // program touches few pages, and the explorer observes only those.
+    let slot = (dst_sdk::region::DECISION_WINDOW as usize + id) % len;
     // SAFETY: `slot < len`, inside the region's coverage section, which stays
     // mapped for the life of the process.
     unsafe {

@@ -253,6 +253,11 @@ unsafe fn event(name: &str, details_json: *const c_char) {
 /// `details_json` must be null or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dst_setup_complete(details_json: *const c_char) {
+    if !dst_sdk::runtime::events_wanted() {
+        // Under DST_DEFER=1 the fork server starts here.
+        dst_sdk::lifecycle::setup_complete(&serde_json::Value::Null);
+        return;
+    }
     // SAFETY: forwarded from this function's contract.
     let details = unsafe { details(details_json) }
         .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
@@ -279,6 +284,9 @@ pub extern "C" fn dst_run(body: Option<extern "C" fn()>) {
 /// `name` and `details_json` must be null or NUL-terminated strings.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dst_send_event(name: *const c_char, details_json: *const c_char) {
+    if !dst_sdk::runtime::events_wanted() {
+        return;
+    }
     let name = if name.is_null() {
         "event".to_string()
     } else {

@@ -11,8 +11,9 @@
 //!   must not start threads (only the forking thread lives on in a child)
 //!   and should not take decisions (they see the nominal input).
 //!
-//! Protocol (each word a little-endian `u32`): the server writes [`HELLO`];
-//! then for each [`CMD_RUN`] it reads, it forks (or resumes a persistent
+//! Protocol (each word a little-endian `u32`): the server writes [`HELLO`]
+//! and the bytes of the coverage map its edges use (0: all of it); then for
+//! each [`CMD_RUN`] it reads, it forks (or resumes a persistent
 //! child), writes the child's pid, waits for it and writes its raw wait
 //! status. Each child leads its own process group, so the executor can kill
 //! whatever the run left behind. The server exits when the command pipe
@@ -47,8 +48,10 @@ pub fn in_child() -> bool {
     IN_CHILD.load(Ordering::Relaxed)
 }
 
+/// `DST_DEFER`, read once (before the server forks, so runs do not read it).
 fn deferred() -> bool {
-    std::env::var_os(DEFER_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+    static DEFERRED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DEFERRED.get_or_init(|| std::env::var_os(DEFER_ENV).is_some_and(|v| !v.is_empty() && v != "0"))
 }
 
 /// Asks a program for its catalog: with this variable set, the program
@@ -77,7 +80,7 @@ pub fn on_load() {
 
 /// Starts the server when `DST_DEFER` is set. Returns in each child.
 pub(crate) fn on_setup_complete() {
-    if deferred() {
+    if !STARTED.load(Ordering::Relaxed) && deferred() {
         serve();
     }
 }
@@ -109,11 +112,20 @@ fn serve() {
             std::fs::File::from_raw_fd(status_fd),
         )
     };
-    if status.write_all(&HELLO.to_le_bytes()).is_err() {
+    let extent = crate::runtime::coverage_extent().min(u64::from(u32::MAX)) as u32;
+    let mut hello = [0u8; 8];
+    hello[..4].copy_from_slice(&HELLO.to_le_bytes());
+    hello[4..].copy_from_slice(&extent.to_le_bytes());
+    if status.write_all(&hello).is_err() {
         std::mem::forget(ctl);
         std::mem::forget(status);
         return;
     }
+    // Runs do not inherit the request: a program they start is no server.
+    // SAFETY: this is the only thread (before main, or at setup_complete,
+    // which documents it); libc's unsetenv neither allocates nor takes
+    // Rust's environment lock.
+    unsafe { libc::unsetenv(c"DST_FORKSERVER".as_ptr()) };
     let mut persistent: Option<libc::pid_t> = None;
     loop {
         let mut word = [0u8; 4];
@@ -133,13 +145,10 @@ fn serve() {
                 // returning to the program.
                 let pid = unsafe { libc::fork() };
                 if pid == 0 {
-                    // SAFETY: the child's own copies; the environment is
-                    // edited while this is the only thread (libc's unsetenv,
-                    // which neither allocates nor takes Rust's lock).
+                    // SAFETY: calls about this process alone.
                     unsafe {
                         libc::setpgid(0, 0);
                         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                        libc::unsetenv(c"DST_FORKSERVER".as_ptr());
                     }
                     drop(ctl);
                     drop(status);

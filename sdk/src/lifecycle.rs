@@ -7,10 +7,14 @@ use crate::runtime::{__details, event};
 /// [`crate::forkserver`]): the setup before this call runs once.
 pub fn setup_complete<T: serde::Serialize + ?Sized>(details: &T) {
     crate::forkserver::on_setup_complete();
-    event("setup_complete", __details(details));
+    if crate::runtime::events_wanted() {
+        event("setup_complete", __details(details));
+    }
 }
 
 /// Records a named event with details in the run's event log.
 pub fn send_event<T: serde::Serialize + ?Sized>(name: &str, details: &T) {
-    event(name, __details(details));
+    if crate::runtime::events_wanted() {
+        event(name, __details(details));
+    }
 }

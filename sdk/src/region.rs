@@ -35,6 +35,10 @@ pub const VERSION: u32 = 2;
 /// Header flag: the SDK also logs each decision's source location as an
 /// [`Event::DecisionSite`] (used by `replay` to explain a run).
 pub const FLAG_TRACE_SITES: u64 = 1;
+/// Header flag: the SDK records lifecycle events ([`Event::Lifecycle`]).
+/// Without it (the explorer's fast path) they are skipped, as nothing reads
+/// them; `FLAG_TRACE_SITES` implies it.
+pub const FLAG_EVENTS: u64 = 2;
 
 /// Status bit: an assertion site's catalog index did not fit `sites_capacity`.
 pub const STATUS_SITES_OVERFLOW: u64 = 1;
@@ -99,6 +103,9 @@ pub struct Header {
     pub crash_depth: AtomicU64,
     pub crash_frames: [AtomicU64; CRASH_FRAMES],
 }
+
+/// Bytes at the start of the coverage map that decision coverage uses.
+pub const DECISION_WINDOW: u64 = 4096;
 
 /// Frames of a crashing stack kept in the header.
 pub const CRASH_FRAMES: usize = 16;
@@ -494,7 +501,11 @@ impl RegionRef {
         } else {
             16 + u64::from(64 - value.leading_zeros())
         };
-        let slot = (u64::from(site) ^ bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % size;
+        // Kept to the map's first page: a forked run then touches one page
+        // of the map for its decisions, not one per decision, and densely
+        // numbered edges (trace-pc-guard) follow it.
+        let window = size.min(DECISION_WINDOW);
+        let slot = (u64::from(site) ^ bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % window;
         // SAFETY: `slot < coverage_size`, inside the validated coverage section.
         unsafe {
             let counter = self
@@ -579,6 +590,12 @@ impl RegionRef {
     /// clears per-run fields, coverage, site states, decisions and events.
     /// Called by the controller between runs, never during one.
     pub fn reset(&self, input: &[u8], flags: u64) {
+        self.reset_covering(input, flags, self.header.coverage_size as usize);
+    }
+
+    /// [`RegionRef::reset`], clearing only the first `coverage` bytes of the
+    /// coverage map (the part a target is known to use).
+    pub fn reset_covering(&self, input: &[u8], flags: u64, coverage: usize) {
         let h = self.header;
         let len = input.len().min(h.input_capacity as usize);
         // SAFETY: all writes stay within sections `validate` checked; no run is
@@ -588,7 +605,7 @@ impl RegionRef {
             input_at.copy_from_nonoverlapping(input.as_ptr(), len);
             self.base
                 .add(h.coverage_offset as usize)
-                .write_bytes(0, h.coverage_size as usize);
+                .write_bytes(0, coverage.min(h.coverage_size as usize));
             let sites = self.base.add(h.sites_offset as usize) as *mut SiteState;
             for i in 0..h.sites_capacity as usize {
                 sites.add(i).write(SiteState {

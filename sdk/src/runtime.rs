@@ -123,6 +123,21 @@ pub fn coverage_map() -> (*mut u8, usize) {
     region().coverage_ptr()
 }
 
+/// Bytes of the coverage map the program's edges use, when known (0: the
+/// whole map). Set by coverage callbacks that number edges densely; the
+/// fork server reports it, so the explorer observes only that part.
+static COVERAGE_EXTENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Records that edges use the first `bytes` of the coverage map.
+pub fn set_coverage_extent(bytes: u64) {
+    COVERAGE_EXTENT.fetch_max(bytes, Ordering::Relaxed);
+}
+
+/// See [`set_coverage_extent`].
+pub fn coverage_extent() -> u64 {
+    COVERAGE_EXTENT.load(Ordering::Relaxed)
+}
+
 /// Attaches to the segment named in `DST_REGION` (starting local mode
 /// instead when there is none); returns whether a shared region is in use.
 pub(crate) fn attach_shared() -> bool {
@@ -497,8 +512,21 @@ pub fn assert_at(
     }
 }
 
+/// Whether lifecycle events are recorded now: always in local mode; under a
+/// controller when it asks (`FLAG_EVENTS`, or `FLAG_TRACE_SITES` to explain
+/// a run). Lets callers skip preparing details nobody reads.
+pub fn events_wanted() -> bool {
+    let region = region();
+    local().is_some()
+        || region.header().flags.load(Ordering::Relaxed) & (region::FLAG_EVENTS | FLAG_TRACE_SITES)
+            != 0
+}
+
 /// Records a lifecycle event.
 pub(crate) fn event(name: &str, details: Option<String>) {
+    if !events_wanted() {
+        return;
+    }
     let region = region();
     {
         let _inner = inner();
