@@ -9,7 +9,8 @@
 //! input instead.
 //!
 //! The segment is private (mode 0600, a unique name) and removed when the
-//! executor is dropped. The target's catalog is read from its binary before
+//! executor is dropped; segments of explorer processes that were killed
+//! are removed by the next executor created. The target's catalog is read from its binary before
 //! any run. Targets run without address-space randomization, so that code
 //! addresses, and with them edge coverage, repeat from run to run. Each run
 //! leads its own process group, killed after the run, so processes it left
@@ -59,6 +60,7 @@ const LAYOUT_BYTES: usize = std::mem::offset_of!(Header, run_id);
 
 impl Segment {
     fn create(layout: Layout) -> std::io::Result<Segment> {
+        remove_stale_segments();
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = CString::new(format!("/dst-region-{}-{n}", std::process::id()))
@@ -129,6 +131,34 @@ impl Segment {
             current.copy_from_slice(&self.layout);
         }
         (self.view, changed)
+    }
+}
+
+/// Removes the segments of explorer processes that died without removing
+/// theirs (killed, or crashed): `/dst-region-PID-N` whose PID is gone.
+fn remove_stale_segments() {
+    let Ok(entries) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("dst-region-")) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone && let Ok(cname) = CString::new(format!("/{}", name.to_string_lossy())) {
+            // SAFETY: removing a segment name; its owner is dead.
+            unsafe { libc::shm_unlink(cname.as_ptr()) };
+        }
     }
 }
 
