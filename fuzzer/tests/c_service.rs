@@ -159,6 +159,13 @@ fn the_lost_write_of_the_key_value_store_is_found_shrunk_and_replayed() {
     );
     assert!(text.contains("replayed 3 times: identical"), "{text}");
     assert!(text.contains("fsync fails"), "{text}");
+    // Each decision is named by its C call site.
+    let decisions = text.split("decisions (").nth(1).unwrap_or_default();
+    assert!(
+        decisions.contains("below  = ") && decisions.contains("c-kv/kv.c:"),
+        "{text}"
+    );
+    assert!(!decisions.contains("sdk-c/src"), "{text}");
 
     // The plain binary replays it in local mode, as under gdb.
     let local = Command::new(&kv)

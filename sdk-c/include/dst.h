@@ -55,6 +55,27 @@ uint64_t dst_random_u64(void);
 uint64_t dst_random_below(uint64_t n);
 bool dst_random_bool(void);
 bool dst_fault(const char *name);
+/* The same decisions at a call site: the dst_random_* macros below call
+ * these with __FILE__ and __LINE__, so that each call site is its own
+ * decision site, named by its line in replays. */
+uint64_t dst_random_u64_at(const char *file, uint32_t line, uint32_t *slot);
+uint64_t dst_random_below_at(uint64_t n, const char *file, uint32_t line, uint32_t *slot);
+bool dst_random_bool_at(const char *file, uint32_t line, uint32_t *slot);
+bool dst_fault_at(const char *name, const char *file, uint32_t line);
+
+/* Define DST_NO_SITE_MACROS to call the plain functions instead (one
+ * decision site per function). The macros use a GNU statement expression
+ * (gcc and clang, in C and C++). */
+#ifndef DST_NO_SITE_MACROS
+#define dst_random_u64() \
+    __extension__({ static uint32_t dst__id; dst_random_u64_at(__FILE__, __LINE__, &dst__id); })
+#define dst_random_below(n) \
+    __extension__({ static uint32_t dst__id; dst_random_below_at((n), __FILE__, __LINE__, &dst__id); })
+#define dst_random_bool() \
+    __extension__({ static uint32_t dst__id; dst_random_bool_at(__FILE__, __LINE__, &dst__id); })
+#define dst_fault(name) dst_fault_at((name), __FILE__, __LINE__)
+#endif
+
 /* Declares setup done. Under an explorer with DST_DEFER=1 the fork server
  * starts here, so the setup before it runs once: call it before starting
  * threads. Without DST_DEFER the fork server starts before main. */

@@ -23,6 +23,7 @@ use std::ffi::{CStr, c_char};
 use std::sync::Mutex;
 
 use dst_sdk::catalog::{self, Site, c};
+use dst_sdk::random::ForeignSite;
 
 /// Record addresses already registered, with their catalog indices.
 static REGISTERED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
@@ -181,6 +182,76 @@ pub unsafe extern "C" fn dst_assert_cmp_site(
     dst_sdk::runtime::assert_at(info, index, condition, score, details);
 }
 
+/// The decision site at `file:line`, its id cached in `slot`.
+///
+/// # Safety
+/// `file` is a `__FILE__` literal (or null); `slot` is null or the call
+/// site's own static.
+unsafe fn foreign_site(file: *const c_char, line: u32, slot: *mut u32) -> ForeignSite {
+    if file.is_null() {
+        // SAFETY: a static literal.
+        return unsafe { ForeignSite::new(c"?".as_ptr(), line, 0) };
+    }
+    // SAFETY: `slot` is the site's static (caller's contract).
+    let cached = if slot.is_null() {
+        0
+    } else {
+        unsafe { slot.read_volatile() }
+    };
+    let id = if cached != 0 {
+        cached
+    } else {
+        // SAFETY: `file` is a static NUL-terminated string.
+        let id = unsafe { ForeignSite::id_of(file, line) };
+        if !slot.is_null() {
+            // SAFETY: as above.
+            unsafe { slot.write_volatile(id) };
+        }
+        id
+    };
+    // SAFETY: as above.
+    unsafe { ForeignSite::new(file, line, id) }
+}
+
+/// `dst_random_u64()` at a call site (what the `dst.h` macro calls).
+///
+/// # Safety
+/// As for [`foreign_site`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_random_u64_at(file: *const c_char, line: u32, slot: *mut u32) -> u64 {
+    // SAFETY: forwarded from this function's contract.
+    dst_sdk::random::u64_at(unsafe { foreign_site(file, line, slot) })
+}
+
+/// `dst_random_below(n)` at a call site.
+///
+/// # Safety
+/// As for [`foreign_site`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_random_below_at(
+    n: u64,
+    file: *const c_char,
+    line: u32,
+    slot: *mut u32,
+) -> u64 {
+    // SAFETY: forwarded from this function's contract.
+    dst_sdk::random::below_at(n, unsafe { foreign_site(file, line, slot) })
+}
+
+/// `dst_random_bool()` at a call site.
+///
+/// # Safety
+/// As for [`foreign_site`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_random_bool_at(
+    file: *const c_char,
+    line: u32,
+    slot: *mut u32,
+) -> bool {
+    // SAFETY: forwarded from this function's contract.
+    dst_sdk::random::bool_at(unsafe { foreign_site(file, line, slot) })
+}
+
 /// A uniformly random `u64` (nominal 0).
 #[unsafe(no_mangle)]
 pub extern "C" fn dst_random_u64() -> u64 {
@@ -205,6 +276,17 @@ pub extern "C" fn dst_random_bool() -> bool {
 /// `name` must be null or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dst_fault(name: *const c_char) -> bool {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { dst_fault_at(name, std::ptr::null(), 0) }
+}
+
+/// `dst_fault(name)` at a call site: the first call of a name gives the
+/// fault's catalog entry its file and line (its id stays the name's).
+///
+/// # Safety
+/// `name` and `file` must be null or NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_fault_at(name: *const c_char, file: *const c_char, line: u32) -> bool {
     let name = if name.is_null() {
         std::borrow::Cow::Borrowed("unnamed fault")
     } else {
@@ -218,12 +300,18 @@ pub unsafe extern "C" fn dst_fault(name: *const c_char) -> bool {
         match faults.get(&*name) {
             Some(site) => *site,
             None => {
+                let file = if file.is_null() {
+                    ""
+                } else {
+                    // SAFETY: caller's contract.
+                    leak(&unsafe { CStr::from_ptr(file) }.to_string_lossy())
+                };
                 let index = catalog::register(Site {
                     kind: catalog::Kind::Fault,
                     message: leak(&name),
                     condition: "",
-                    file: "",
-                    line: 0,
+                    file,
+                    line,
                     column: 0,
                     module: "",
                     id: catalog::site_hash(&name, 0, 0),

@@ -318,6 +318,7 @@ fn assertion_json(
 pub(crate) enum DecisionSite {
     Caller(&'static std::panic::Location<'static>),
     Fault(&'static Site),
+    Foreign(crate::random::ForeignSite),
 }
 
 impl DecisionSite {
@@ -327,6 +328,7 @@ impl DecisionSite {
                 crate::catalog::site_hash(loc.file(), loc.line(), loc.column())
             }
             DecisionSite::Fault(site) => site.id,
+            DecisionSite::Foreign(site) => site.id(),
         }
     }
 }
@@ -378,6 +380,7 @@ pub(crate) fn decide(
         let (file, line, column, name) = match site {
             DecisionSite::Caller(loc) => (loc.file(), loc.line(), loc.column(), None),
             DecisionSite::Fault(s) => (s.file, s.line, s.column, Some(s.message)),
+            DecisionSite::Foreign(s) => (s.file(), s.line(), 0, None),
         };
         if want_site {
             region.push_event(&Event::DecisionSite {
