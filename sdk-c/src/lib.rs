@@ -192,10 +192,10 @@ unsafe fn foreign_site(file: *const c_char, line: u32, slot: *mut u32) -> Foreig
         // SAFETY: a static literal.
         return unsafe { ForeignSite::new(c"?".as_ptr(), line, 0) };
     }
-    // SAFETY: `slot` is the site's static (caller's contract).
     let cached = if slot.is_null() {
         0
     } else {
+        // SAFETY: `slot` is the site's static (caller's contract).
         unsafe { slot.read_volatile() }
     };
     let id = if cached != 0 {
