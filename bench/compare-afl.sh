@@ -4,7 +4,8 @@
 # persistent mode. Both builds use clang with trace-pc-guard coverage
 # (afl-clang-fast for AFL++; for dst, clang -fsanitize-coverage=trace-pc-guard
 # against libdst); the AFL++ build takes its decisions from AFL's
-# shared-memory test case through bench/afl/dst.h. Needs Debian's afl++.
+# shared-memory test case through bench/afl/dst.h. Each binds itself to a
+# free core (AFL++ by default, dst likewise). Needs Debian's afl++.
 #   bash bench/compare-afl.sh [SECONDS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,7 @@ dst_rate() { # args to the program
 }
 afl_rate() {
   rm -rf "$work/afl"
-  AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 AFL_NO_AFFINITY=1 \
+  AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 \
     afl-fuzz -i "$work/in" -o "$work/afl" -V "$secs" -- "$work/kv-afl" "$@" >/dev/null 2>&1 || true
   python3 -c "
 for l in open('$work/afl/default/fuzzer_stats'):
