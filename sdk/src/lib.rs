@@ -13,6 +13,11 @@
 //!   which the SDK reads decisions and writes outcomes, shared by every
 //!   executor level.
 //!
+//! Under the process executor (another program exploring this one), the
+//! region is a shared-memory segment ([`shm`]), a [`forkserver`] forks a
+//! child per run (or loops in [`run`], persistent mode), and a crash handler
+//! records fatal signals with their stack.
+//!
 //! Without an explorer the SDK runs in *local mode*: decisions come from
 //! `DST_SEED` (or a fresh seed, printed once to stderr) or from the bytes of
 //! `DST_INPUT`; failing assertions print one line to stderr (once per site);
