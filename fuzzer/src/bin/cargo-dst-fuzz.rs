@@ -322,20 +322,11 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             cmd,
             timeout_ms,
         } => {
+            let (name, file) = name_and_file(&args, cmd.cmd, "replay")?;
             if let Some(mut exec) = cmd.process(timeout_ms)? {
-                let [file] = &args[..] else {
-                    return Err((
-                        exit::USAGE,
-                        "with --cmd: replay FILE --cmd -- PROGRAM".into(),
-                    ));
-                };
-                let input = dst_fuzz::store::read_input(Path::new(file)).map_err(store_failure)?;
+                let input = dst_fuzz::store::read_input(&file).map_err(store_failure)?;
                 return dst_fuzz::cli::replay_with(&mut exec, &input, json).map_err(store_failure);
             }
-            let [name, file] = &args[..] else {
-                return Err((exit::USAGE, "replay NAME FILE".into()));
-            };
-            let (name, file) = (name.clone(), PathBuf::from(file));
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["replay".into(), file.into()];
             if json {
@@ -349,20 +340,11 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             cmd,
             timeout_ms,
         } => {
+            let (name, file) = name_and_file(&args, cmd.cmd, "minimize")?;
             if let Some(mut exec) = cmd.process(timeout_ms)? {
-                let [file] = &args[..] else {
-                    return Err((
-                        exit::USAGE,
-                        "with --cmd: minimize FILE --cmd -- PROGRAM".into(),
-                    ));
-                };
-                return dst_fuzz::cli::minimize_with(&mut exec, Path::new(file), out, 20_000)
+                return dst_fuzz::cli::minimize_with(&mut exec, &file, out, 20_000)
                     .map_err(store_failure);
             }
-            let [name, file] = &args[..] else {
-                return Err((exit::USAGE, "minimize NAME FILE".into()));
-            };
-            let (name, file) = (name.clone(), PathBuf::from(file));
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["minimize".into(), file.into()];
             if let Some(out) = out {
@@ -399,6 +381,20 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
             call(&name, &binary, &args)
         }
+    }
+}
+
+/// The positional arguments of `replay` and `minimize`: `NAME FILE`, or
+/// `FILE` alone with --cmd (the name is then unused and empty).
+fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, PathBuf), Failure> {
+    match (args, cmd) {
+        ([file], true) => Ok((String::new(), PathBuf::from(file))),
+        ([name, file], false) => Ok((name.clone(), PathBuf::from(file))),
+        (_, true) => Err((
+            exit::USAGE,
+            format!("with --cmd: {verb} FILE --cmd -- PROGRAM"),
+        )),
+        (_, false) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
     }
 }
 
