@@ -12,9 +12,19 @@ use object::{Object, ObjectSection};
 /// Every assertion site in the `dst_catalog` section of the ELF file at
 /// `path` (an executable, shared object or object file).
 pub fn catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let file = object::File::parse(&*bytes)
-        .map_err(|e| format!("{} is not an object file: {e}", path.display()))?;
+    let bytes = read(path)?;
+    section_catalog(&parse(path, &bytes)?, path)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<object::File<'a>, String> {
+    object::File::parse(bytes).map_err(|e| format!("{} is not an object file: {e}", path.display()))
+}
+
+fn section_catalog(file: &object::File<'_>, path: &Path) -> Result<Vec<SiteInfo>, String> {
     let Some(section) = file.section_by_name("dst_catalog") else {
         return Ok(Vec::new());
     };
@@ -35,15 +45,10 @@ pub fn catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
 /// has one, else what the program reports when asked (a Rust binary using
 /// the `dst` crate); empty for a program without the SDK.
 pub fn program_catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
-    let sites = catalog(path)?;
-    if !sites.is_empty() {
-        return Ok(sites);
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let rust = object::File::parse(&*bytes)
-        .map(|f| f.section_by_name("linkme_CATALOG").is_some())
-        .unwrap_or(false);
-    if !rust {
+    let bytes = read(path)?;
+    let file = parse(path, &bytes)?;
+    let sites = section_catalog(&file, path)?;
+    if !sites.is_empty() || file.section_by_name("linkme_CATALOG").is_none() {
         return Ok(sites);
     }
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

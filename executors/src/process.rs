@@ -254,6 +254,21 @@ fn pipe() -> std::io::Result<(File, File)> {
     Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
 }
 
+/// In the target between fork and exec: no address randomization, so code
+/// addresses (so edge coverage) and anything the target derives from
+/// pointers repeat across runs; its own process group, so whatever it
+/// starts is killed with it.
+///
+/// # Safety
+/// Only between fork and exec (async-signal-safe calls).
+unsafe fn before_exec() {
+    // SAFETY: the caller's contract; both calls concern this process alone.
+    unsafe {
+        libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+        libc::setpgid(0, 0);
+    }
+}
+
 /// Descriptors of the fork server's pipes in the target (as AFL's).
 const SERVER_CTL_FD: i32 = 198;
 const SERVER_STATUS_FD: i32 = 199;
@@ -278,21 +293,33 @@ pub struct Process {
     symbolizer: Option<Symbolizer>,
     /// Extra environment of the program.
     env: Vec<(OsString, OsString)>,
-    /// Bytes of the coverage map the program uses (all of it unless its
-    /// fork server says less).
+    /// Bytes of the coverage map the program uses: all of it, unless its
+    /// fork server says less.
     coverage_used: usize,
 }
 
 impl Process {
-    /// An executor for `program args...`; reads its catalog from the binary.
+    /// An executor for `program args...`; reads its catalog from the binary
+    /// ([`crate::elf::program_catalog`]).
     pub fn new(program: &Path, args: &[OsString], timeout: Duration) -> Result<Process, String> {
         let catalog = crate::elf::program_catalog(program)?;
+        Process::with_catalog(program, args, timeout, catalog)
+    }
+
+    /// An executor for `program args...` whose catalog was read already.
+    pub fn with_catalog(
+        program: &Path,
+        args: &[OsString],
+        timeout: Duration,
+        catalog: Vec<SiteInfo>,
+    ) -> Result<Process, String> {
         let segment = Segment::create(Layout {
             sites_capacity: catalog.len() + SPARE_SITES,
             coverage_size: 1 << 16,
             ..Layout::default()
         })
         .map_err(|e| format!("cannot create a shared-memory segment for the region: {e}"))?;
+        let coverage_used = segment.view.header().coverage_size as usize;
         Ok(Process {
             program: program.to_path_buf(),
             args: args.to_vec(),
@@ -306,7 +333,7 @@ impl Process {
             launch: Launch::Unknown,
             symbolizer: None,
             env: Vec::new(),
-            coverage_used: 0,
+            coverage_used,
         })
     }
 
@@ -391,8 +418,7 @@ impl Process {
                 {
                     return Err(std::io::Error::last_os_error());
                 }
-                libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
-                libc::setpgid(0, 0);
+                before_exec();
                 // The server (and through it each run) dies with us.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 Ok(())
@@ -431,13 +457,10 @@ impl Process {
     fn run_spawned(&mut self) -> Ended {
         let mut command = self.command();
         // SAFETY: the closure runs in the child between fork and exec and
-        // only makes async-signal-safe calls. Without address randomization,
-        // code addresses (so edge coverage) and anything the target derives
-        // from pointers repeat across runs.
+        // only makes async-signal-safe calls.
         unsafe {
             command.pre_exec(|| {
-                libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
-                libc::setpgid(0, 0);
+                before_exec();
                 Ok(())
             });
         }
@@ -583,6 +606,7 @@ impl Process {
     pub fn start(&mut self) {
         if matches!(self.launch, Launch::Unknown) {
             self.coverage_used = self.segment.view.header().coverage_size as usize;
+            // A fork server may lower `coverage_used` when it greets.
             self.launch = if self.use_server {
                 match self.start_server() {
                     Ok(server) => Launch::Server(server),
@@ -598,13 +622,7 @@ impl Process {
     /// densely numbered edges (clang's trace-pc-guard) its fork server
     /// reported, after the decision window. Known after [`Process::start`].
     pub fn coverage(&self) -> (*mut u8, usize) {
-        let (ptr, len) = self.segment.view.coverage_ptr();
-        let used = if self.coverage_used == 0 {
-            len
-        } else {
-            self.coverage_used.min(len)
-        };
-        (ptr, used)
+        (self.segment.view.coverage_ptr().0, self.coverage_used)
     }
 
     /// Runs one input; returns the crash, if any, and whether the run timed

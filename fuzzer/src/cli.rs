@@ -326,10 +326,9 @@ pub fn replay_with(
     input: &[u8],
     as_json: bool,
 ) -> Result<i32, StoreError> {
-    let input = input.to_vec();
     let catalog = exec.catalog();
-    let (_, verdict) = check_determinism(exec, &input, 3);
-    let record = traced_run(exec, &input);
+    let (_, verdict) = check_determinism(exec, input, 3);
+    let record = traced_run(exec, input);
     let decisions = explain(&record);
     let description = describe(&record, &catalog);
     if as_json {

@@ -312,3 +312,33 @@ fn a_program_without_the_sdk_runs_one_process_per_input() {
     let stderr = String::from_utf8_lossy(&missing.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn a_rust_binary_using_only_dst_is_explored_with_its_catalog() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dst", "--example", "persistent"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let program = lib_dir().join("examples/persistent");
+    let dir = scratch("rust");
+    let out = driver(
+        &dir,
+        &["run", "--runs", "3000", "--quiet", "--cmd"],
+        &[&program],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    // The campaign knows the program's properties, asked of the program.
+    let report = driver(&dir, &["report", "--json", "--cmd"], &[&program]);
+    let report: Value = serde_json::from_slice(report.stdout.trim_ascii()).unwrap();
+    let text = report["properties"].to_string();
+    assert!(
+        text.contains("the decisions are never 13 then 37"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the first decision is sometimes large"),
+        "{text}"
+    );
+}

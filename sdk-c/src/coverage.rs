@@ -60,11 +60,17 @@ extern "C" fn dst_cov_edge(pc: usize) {
     }
     let current = (pc ^ (pc >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
     let previous = PREVIOUS.swap(current >> 1, Ordering::Relaxed);
-    let slot = (current ^ previous) % len;
-    // SAFETY: `slot < len`, the size of the region's coverage section, which
-    // stays mapped for the life of the process.
+    bump(MAP.load(Ordering::Relaxed), (current ^ previous) % len);
+}
+
+/// Counts one hit of `slot` in `map`.
+#[inline(always)]
+fn bump(map: *mut u8, slot: usize) {
+    // SAFETY: callers pass the map from `map()` and `slot` below its length:
+    // inside the region's coverage section, mapped for the life of the
+    // process.
     unsafe {
-        let counter = MAP.load(Ordering::Relaxed).add(slot);
+        let counter = map.add(slot);
         counter.write(counter.read().wrapping_add(1));
     }
 }
@@ -115,11 +121,5 @@ pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard(guard: *mut u32) {
     }
     // Guards are numbered densely, after the decision window: a small
     // program touches few pages, and the explorer observes only those.
-    let slot = (dst_sdk::region::DECISION_WINDOW as usize + id) % len;
-    // SAFETY: `slot < len`, inside the region's coverage section, which stays
-    // mapped for the life of the process.
-    unsafe {
-        let counter = map.add(slot);
-        counter.write(counter.read().wrapping_add(1));
-    }
+    bump(map, (dst_sdk::region::DECISION_WINDOW as usize + id) % len);
 }

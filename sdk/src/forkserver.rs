@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Names the two descriptors: `CTL,STATUS`.
 pub const FORKSERVER_ENV: &str = "DST_FORKSERVER";
+const FORKSERVER_ENV_C: &std::ffi::CStr = c"DST_FORKSERVER";
 /// Start the server in `setup_complete` instead of before `main`.
 pub const DEFER_ENV: &str = "DST_DEFER";
 /// The server's greeting.
@@ -104,8 +105,8 @@ fn serve() {
     if !crate::runtime::attach_shared() {
         return;
     }
-    // SAFETY: the executor passed these descriptors for our use alone; the
-    // files are leaked in the child (closed explicitly), never dropped twice.
+    // SAFETY: the executor passed these descriptors for our use alone; each
+    // process (server, child) closes its own copies once.
     let (mut ctl, mut status) = unsafe {
         (
             std::fs::File::from_raw_fd(ctl_fd),
@@ -125,7 +126,7 @@ fn serve() {
     // SAFETY: this is the only thread (before main, or at setup_complete,
     // which documents it); libc's unsetenv neither allocates nor takes
     // Rust's environment lock.
-    unsafe { libc::unsetenv(c"DST_FORKSERVER".as_ptr()) };
+    unsafe { libc::unsetenv(FORKSERVER_ENV_C.as_ptr()) };
     let mut persistent: Option<libc::pid_t> = None;
     loop {
         let mut word = [0u8; 4];

@@ -68,76 +68,55 @@ impl ForeignSite {
 
 /// [`u64()`] at a C or C++ call site.
 pub fn u64_at(site: ForeignSite) -> u64 {
-    let mut bytes = [0u8; 8];
-    decide(Kind::U64, DecisionSite::Foreign(site), &mut bytes, be_value)
+    u64_in(DecisionSite::Foreign(site))
 }
 
 /// [`below`] at a C or C++ call site.
 pub fn below_at(n: u64, site: ForeignSite) -> u64 {
+    below_as(Kind::Below, n, DecisionSite::Foreign(site))
+}
+
+/// [`bool()`] at a C or C++ call site.
+pub fn bool_at(site: ForeignSite) -> bool {
+    bool_in(DecisionSite::Foreign(site))
+}
+
+fn u64_in(site: DecisionSite) -> u64 {
+    let mut bytes = [0u8; 8];
+    decide(Kind::U64, site, &mut bytes, be_value)
+}
+
+fn below_as(kind: Kind, n: u64, site: DecisionSite) -> u64 {
     let width = below_width(n);
     if width == 0 {
         return 0;
     }
     let mut bytes = [0u8; 8];
-    decide(
-        Kind::Below,
-        DecisionSite::Foreign(site),
-        &mut bytes[..width],
-        |b| be_value(b) % n,
-    )
+    decide(kind, site, &mut bytes[..width], |b| be_value(b) % n)
 }
 
-/// [`bool()`] at a C or C++ call site.
-pub fn bool_at(site: ForeignSite) -> bool {
+fn bool_in(site: DecisionSite) -> bool {
     let mut byte = [0u8; 1];
-    decide(Kind::Bool, DecisionSite::Foreign(site), &mut byte, |b| {
-        u64::from(b[0] & 1)
-    }) != 0
+    decide(Kind::Bool, site, &mut byte, |b| u64::from(b[0] & 1)) != 0
 }
 
 /// A uniformly random `u64` (nominal 0).
 #[track_caller]
 pub fn u64() -> u64 {
-    let mut bytes = [0u8; 8];
-    decide(
-        Kind::U64,
-        DecisionSite::Caller(Location::caller()),
-        &mut bytes,
-        be_value,
-    )
-}
-
-fn below_as(kind: Kind, n: u64, caller: &'static Location<'static>) -> u64 {
-    let width = below_width(n);
-    if width == 0 {
-        return 0;
-    }
-    let mut bytes = [0u8; 8];
-    decide(
-        kind,
-        DecisionSite::Caller(caller),
-        &mut bytes[..width],
-        |b| be_value(b) % n,
-    )
+    u64_in(DecisionSite::Caller(Location::caller()))
 }
 
 /// A value in `0..n` (nominal 0). `below(0)` and `below(1)` return 0 without
 /// taking a decision.
 #[track_caller]
 pub fn below(n: u64) -> u64 {
-    below_as(Kind::Below, n, Location::caller())
+    below_as(Kind::Below, n, DecisionSite::Caller(Location::caller()))
 }
 
 /// A random boolean (nominal `false`).
 #[track_caller]
 pub fn bool() -> bool {
-    let mut byte = [0u8; 1];
-    decide(
-        Kind::Bool,
-        DecisionSite::Caller(Location::caller()),
-        &mut byte,
-        |b| u64::from(b[0] & 1),
-    ) != 0
+    bool_in(DecisionSite::Caller(Location::caller()))
 }
 
 /// One element of `items` (nominal: the first); `None` if it is empty.
@@ -146,7 +125,11 @@ pub fn choose<T>(items: &[T]) -> Option<&T> {
     if items.is_empty() {
         return None;
     }
-    let index = below_as(Kind::Choose, items.len() as u64, Location::caller());
+    let index = below_as(
+        Kind::Choose,
+        items.len() as u64,
+        DecisionSite::Caller(Location::caller()),
+    );
     items.get(index as usize)
 }
 

@@ -525,11 +525,9 @@ pub fn events_wanted() -> bool {
             != 0
 }
 
-/// Records a lifecycle event.
+/// Records a lifecycle event (callers check [`events_wanted`] first, before
+/// preparing the details).
 pub(crate) fn event(name: &str, details: Option<String>) {
-    if !events_wanted() {
-        return;
-    }
     let region = region();
     {
         let _inner = inner();

@@ -140,30 +140,38 @@ impl CmdArgs {
         if !self.cmd {
             return Ok(None);
         }
+        self.process_with(timeout_ms, self.catalog()?).map(Some)
+    }
+
+    /// The executor for the program, given its catalog (read once).
+    fn process_with(
+        &self,
+        timeout_ms: u64,
+        catalog: Vec<dst::catalog::SiteInfo>,
+    ) -> Result<dst_executors::Process, Failure> {
+        let (program, args) = self.program()?;
+        let timeout = std::time::Duration::from_millis(timeout_ms);
+        let mut exec = dst_executors::Process::with_catalog(&program, args, timeout, catalog)
+            .map_err(|e| (exit::BAD_INPUT, e))?;
+        exec.set_defer(self.defer);
+        Ok(exec)
+    }
+
+    /// The program (found on PATH if need be) and its arguments.
+    fn program(&self) -> Result<(PathBuf, &[OsString]), Failure> {
         let Some((program, args)) = self.command.split_first() else {
             return Err((
                 exit::USAGE,
                 "--cmd needs the program after `--`: --cmd -- ./service ARGS".into(),
             ));
         };
-        let program = which(Path::new(program))?;
-        let mut exec = dst_executors::Process::new(
-            &program,
-            args,
-            std::time::Duration::from_millis(timeout_ms),
-        )
-        .map_err(|e| (exit::BAD_INPUT, e))?;
-        exec.set_defer(self.defer);
-        Ok(Some(exec))
+        Ok((which(Path::new(program))?, args))
     }
 
-    /// The program's catalog, read from its binary.
+    /// The program's catalog: its dst_catalog section, or asked of a Rust
+    /// binary.
     fn catalog(&self) -> Result<Vec<dst::catalog::SiteInfo>, Failure> {
-        let program = self.command.first().ok_or((
-            exit::USAGE,
-            "--cmd needs the program after `--`: --cmd -- ./service ARGS".to_string(),
-        ))?;
-        dst_executors::elf::catalog(&which(Path::new(program))?).map_err(|e| (exit::BAD_INPUT, e))
+        dst_executors::elf::program_catalog(&self.program()?.0).map_err(|e| (exit::BAD_INPUT, e))
     }
 
     /// The default name of the program's files: its file name.
@@ -414,8 +422,6 @@ fn run_cmd(
     use dst_fuzz::subject::ProcessSubject;
     let timeout_ms = pass.timeout_ms.unwrap_or(1000);
     let catalog = cmd.catalog()?;
-    // Checked here, where an error is one line; then again in each client.
-    cmd.process(timeout_ms)?;
     let time = pass
         .time
         .as_deref()
@@ -442,8 +448,9 @@ fn run_cmd(
         })),
     };
     // Each client makes its own executor (its own segment and fork server).
-    let make = move || match cmd.process(timeout_ms) {
-        Ok(exec) => Ok(ProcessSubject::new(exec.expect("--cmd is given"))),
+    let client_catalog = catalog.clone();
+    let make = move || match cmd.process_with(timeout_ms, client_catalog) {
+        Ok(exec) => Ok(ProcessSubject::new(exec)),
         Err((_, message)) => Err(dst_fuzz::store::StoreError::Libafl(message)),
     };
     let output = dst_fuzz::cli::Output {
