@@ -34,10 +34,20 @@ fn section_catalog(file: &object::File<'_>, path: &Path) -> Result<Vec<SiteInfo>
             path.display()
         )
     })?;
-    Ok(c::parse(data)
-        .iter()
-        .enumerate()
-        .map(|(i, record)| record.info(i as u32))
+    // libdst registers the SDK's own sites first, then the section's.
+    let builtin = dst::catalog::BUILTIN.iter().enumerate().map(|(i, site)| {
+        let mut info = site.info();
+        info.index = i as u32;
+        info
+    });
+    let offset = dst::catalog::BUILTIN.len();
+    Ok(builtin
+        .chain(
+            c::parse(data)
+                .iter()
+                .enumerate()
+                .map(|(i, record)| record.info((offset + i) as u32)),
+        )
         .collect())
 }
 

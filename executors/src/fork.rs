@@ -8,7 +8,6 @@
 //! and records a timeout. Edge counters of instrumented code stay in the
 //! child; decision coverage is in the region and survives.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use dst::catalog::SiteInfo;
@@ -104,7 +103,7 @@ impl<F: FnMut()> Forking<F> {
             unsafe { libc::_exit(70) };
         }
         IN_RUN.with(|r| r.set(true));
-        let result = catch_unwind(AssertUnwindSafe(&mut self.target));
+        let result = dst::thread::run_body(&mut self.target);
         let code = match result {
             Ok(()) => 0,
             Err(_) => {

@@ -1,7 +1,6 @@
 //! The in-process executor: the target is a closure in this process.
 
 use std::cell::{Cell, RefCell};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, Once};
 
 use dst::catalog::SiteInfo;
@@ -25,7 +24,7 @@ pub(crate) fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if IN_RUN.with(Cell::get) {
+            if IN_RUN.with(Cell::get) || dst::thread::is_controlled() {
                 let message = info
                     .payload()
                     .downcast_ref::<&str>()
@@ -101,7 +100,7 @@ impl<F: FnMut()> InProcess<F> {
             unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
         }
         IN_RUN.with(|r| r.set(true));
-        let result = catch_unwind(AssertUnwindSafe(&mut self.target));
+        let result = dst::thread::run_body(&mut self.target);
         IN_RUN.with(|r| r.set(false));
         result.err().map(|_| {
             let (message, location) = LAST_PANIC

@@ -11,7 +11,7 @@ use dst_kernel::{Campaign, Determinism, Outcome, check_determinism, shrink};
 use serde_json::json;
 
 use crate::explore::{Options, explore, explore_parallel};
-use crate::findings::{self, describe, explain, traced_run};
+use crate::findings::{self, describe, explain, schedule, traced_run};
 use crate::store::{self, StoreError};
 use crate::subject::{InProcessSubject, Subject};
 use crate::{coverage, exit, report};
@@ -190,7 +190,10 @@ pub fn run(target: Target) -> i32 {
         ),
         Command::Run => {
             let mut target = target;
-            target();
+            let result = dst::thread::run_body(&mut target);
+            if let Err(payload) = result {
+                std::panic::resume_unwind(payload);
+            }
             Ok(match dst::runtime::first_failure() {
                 Some(message) => {
                     eprintln!("dst: the run broke \"{message}\"");
@@ -330,6 +333,7 @@ pub fn replay_with(
     let (_, verdict) = check_determinism(exec, input, 3);
     let record = traced_run(exec, input);
     let decisions = explain(&record);
+    let steps = schedule(&record);
     let description = describe(&record, &catalog);
     if as_json {
         println!(
@@ -341,6 +345,7 @@ pub fn replay_with(
                 "decision_count": record.decision_count,
                 "consumed": record.consumed,
                 "decisions": decisions,
+                "schedule": steps,
             })
         );
     } else {
@@ -375,6 +380,16 @@ pub fn replay_with(
         );
         for line in &decisions {
             println!("  {line}");
+        }
+        if !steps.is_empty() {
+            let preemptions = steps.iter().filter(|s| s.preempts.is_some()).count();
+            println!(
+                "schedule ({} steps, {preemptions} preemptions):",
+                steps.len()
+            );
+            for line in &steps {
+                println!("  {line}");
+            }
         }
     }
     Ok(if record.signature().is_some() {

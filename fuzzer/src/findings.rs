@@ -97,6 +97,51 @@ impl std::fmt::Display for DecisionLine {
     }
 }
 
+/// One step of a controlled thread schedule, explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepLine {
+    pub step: u64,
+    pub thread: u32,
+    pub op: String,
+    pub at: String,
+    /// The thread this step preempted (it could have gone on), if any.
+    pub preempts: Option<u32>,
+}
+
+impl std::fmt::Display for StepLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "step {:<5} thread {:<3} {:<17} at {}",
+            self.step, self.thread, self.op, self.at
+        )?;
+        if let Some(other) = self.preempts {
+            write!(f, "   <- preempts thread {other}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The thread schedule of a run recorded with `FLAG_TRACE_SITES` (empty
+/// when it ran no controlled threads): which thread ran each step, the
+/// operation it was about to do, and where.
+pub fn schedule(record: &RunRecord) -> Vec<StepLine> {
+    record
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Step(s) => Some(StepLine {
+                step: s.step,
+                thread: s.thread,
+                op: s.op.clone(),
+                at: format!("{}:{}:{}", s.file, s.line, s.column),
+                preempts: s.preempted,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The decisions of a run recorded with `FLAG_TRACE_SITES`, with locations.
 pub fn explain(record: &RunRecord) -> Vec<DecisionLine> {
     let mut sites = std::collections::BTreeMap::new();
@@ -149,12 +194,14 @@ pub fn describe(record: &RunRecord, catalog: &[SiteInfo]) -> Value {
     match &record.outcome {
         Outcome::AssertionFailure { site, message } => {
             let info = catalog.get(*site as usize);
+            // The failing evaluation: false for an always, true (reached)
+            // for an unreachable.
             let details = record.events.iter().find_map(|e| match e {
                 Event::Assertion {
                     site: s,
-                    condition: false,
+                    condition,
                     details,
-                } if s == site => details
+                } if s == site && info.is_none_or(|i| i.kind.fails_on(*condition)) => details
                     .as_deref()
                     .and_then(|d| serde_json::from_str::<Value>(d).ok()),
                 _ => None,
@@ -256,6 +303,7 @@ pub fn process(
         "decision_count": record.decision_count,
         "faults_fired": faults_fired,
         "decisions": decisions,
+        "schedule": schedule(&record),
     });
     if let (Value::Object(d), Value::Object(e)) = (&mut description, extra) {
         d.extend(e);

@@ -100,6 +100,12 @@ where
                 }
             }
             Some(Kind::Bool) => slot[0] ^= 1,
+            // Any runnable thread may be the interesting one: uniform.
+            Some(Kind::Schedule | Kind::Strategy | Kind::Priority) => {
+                for b in slot.iter_mut() {
+                    *b = rand.next() as u8;
+                }
+            }
             _ => {
                 for b in slot.iter_mut() {
                     *b = rand.next() as u8;

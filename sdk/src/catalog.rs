@@ -202,8 +202,43 @@ pub struct SiteInfo {
 static FOREIGN: std::sync::Mutex<Vec<&'static Site>> = std::sync::Mutex::new(Vec::new());
 
 fn foreign() -> std::sync::MutexGuard<'static, Vec<&'static Site>> {
-    FOREIGN.lock().unwrap_or_else(|p| p.into_inner())
+    let mut foreign = FOREIGN.lock().unwrap_or_else(|p| p.into_inner());
+    if foreign.is_empty() {
+        foreign.extend(BUILTIN.iter());
+    }
+    foreign
 }
+
+const fn builtin(message: &'static str, line: u32) -> Site {
+    Site {
+        kind: Kind::Unreachable,
+        message,
+        condition: "",
+        file: "dst/sched.rs",
+        line,
+        column: 0,
+        module: "dst::sched",
+        id: site_hash("dst/sched.rs", line, 0),
+    }
+}
+
+/// The SDK's own properties, checked by the scheduler of controlled runs
+/// ([`crate::thread`]). In every binary they come right after [`CATALOG`]
+/// (first among the registered sites), so a C program's catalog is these
+/// followed by its `dst_catalog` section.
+pub static BUILTIN: [Site; 3] = [
+    builtin("dst: deadlock (every live thread is blocked)", 1),
+    builtin(
+        "dst: a run exceeds the scheduling step bound (livelock or hang)",
+        2,
+    ),
+    builtin("dst: a thread outlives the target body", 3),
+];
+
+/// Indices into [`BUILTIN`].
+pub(crate) const DEADLOCK: usize = 0;
+pub(crate) const LIVELOCK: usize = 1;
+pub(crate) const OUTLIVES: usize = 2;
 
 /// Adds a site that is not in [`CATALOG`] (see `FOREIGN`); returns its index.
 /// Register sites before the first run: the region's site table is sized

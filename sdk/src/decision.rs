@@ -18,6 +18,9 @@
 //! | `random::below(n)`, `choose` | bytes to hold `n-1` (none if `n <= 1`) | bytes mod `n` | 0 / first |
 //! | `random::bool` | 1 | lowest bit | false |
 //! | `fault!` | 1 | fires iff byte >= [`FAULT_THRESHOLD`] | does not fire |
+//! | schedule (threads under control) | as `below(runnable threads)` | index into the run order | the current thread keeps running |
+//! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1-2 PCT, 3 POS | direct |
+//! | priority (PCT, POS) | 2 | the bytes | 0 |
 //! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
 //!
 //! A random tail fires each fault with probability 1/16 and makes every other
@@ -47,6 +50,12 @@ pub enum Kind {
     RngU32 = 7,
     RngU64 = 8,
     RngFill = 9,
+    /// Which runnable thread runs next (0: the current one keeps running).
+    Schedule = 10,
+    /// The scheduling strategy of a run (0: direct choices).
+    Strategy = 11,
+    /// A thread priority (PCT and POS strategies).
+    Priority = 12,
 }
 
 impl Kind {
@@ -62,6 +71,9 @@ impl Kind {
             7 => RngU32,
             8 => RngU64,
             9 => RngFill,
+            10 => Schedule,
+            11 => Strategy,
+            12 => Priority,
             _ => return None,
         })
     }
@@ -78,6 +90,9 @@ impl Kind {
             RngU32 => "rng_u32",
             RngU64 => "rng_u64",
             RngFill => "rng_fill",
+            Schedule => "schedule",
+            Strategy => "strategy",
+            Priority => "priority",
         }
     }
 }

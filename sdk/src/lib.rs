@@ -46,7 +46,10 @@ pub mod lifecycle;
 pub mod random;
 pub mod region;
 pub mod runtime;
+mod sched;
 pub mod shm;
+pub mod sync;
+pub mod thread;
 
 pub use forkserver::run;
 pub use runtime::{attach, detach};

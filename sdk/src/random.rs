@@ -86,7 +86,7 @@ fn u64_in(site: DecisionSite) -> u64 {
     decide(Kind::U64, site, &mut bytes, be_value)
 }
 
-fn below_as(kind: Kind, n: u64, site: DecisionSite) -> u64 {
+pub(crate) fn below_as(kind: Kind, n: u64, site: DecisionSite) -> u64 {
     let width = below_width(n);
     if width == 0 {
         return 0;

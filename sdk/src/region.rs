@@ -107,6 +107,17 @@ pub struct Header {
 /// Bytes at the start of the coverage map that decision coverage uses.
 pub const DECISION_WINDOW: u64 = 4096;
 
+/// Slots of the decision window that count decisions; the last quarter
+/// counts interleavings ([`RegionRef::count_interleaving`]).
+fn decision_slots(coverage_size: u64) -> u64 {
+    let window = coverage_size.min(DECISION_WINDOW);
+    if window < 4 {
+        window
+    } else {
+        window - window / 4
+    }
+}
+
 /// Frames of a crashing stack kept in the header.
 pub const CRASH_FRAMES: usize = 16;
 
@@ -180,6 +191,23 @@ pub enum Event {
         message: String,
         location: Option<String>,
     },
+    /// One step of a controlled schedule (only with `FLAG_TRACE_SITES`).
+    Step(Step),
+}
+
+/// One scheduling step of a controlled run: which thread runs next, the
+/// operation it is about to do, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub step: u64,
+    pub thread: u32,
+    pub op: String,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    /// The thread this step took over from while it could still run (a
+    /// preemption), if any.
+    pub preempted: Option<u32>,
 }
 
 /// Sizes of a region's sections.
@@ -504,9 +532,33 @@ impl RegionRef {
         // Kept to the map's first page: a forked run then touches one page
         // of the map for its decisions, not one per decision, and densely
         // numbered edges (trace-pc-guard) follow it.
-        let window = size.min(DECISION_WINDOW);
+        let window = decision_slots(size);
         let slot = (u64::from(site) ^ bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % window;
         // SAFETY: `slot < coverage_size`, inside the validated coverage section.
+        unsafe {
+            let counter = self
+                .base
+                .add(self.header.coverage_offset as usize + slot as usize);
+            counter.write(counter.read().wrapping_add(1));
+        }
+    }
+
+    /// Counts a pair of conflicting operations in the order a controlled
+    /// run observed them (a read and the write it read from, a lock
+    /// acquisition and the release before it), so that a new interleaving is
+    /// new coverage. The pairs have their own quarter of the decision window.
+    #[inline]
+    pub fn count_interleaving(&self, first: u64, second: u64) {
+        let size = self.header.coverage_size;
+        let window = size.min(DECISION_WINDOW);
+        let slots = window - decision_slots(size);
+        if slots == 0 {
+            return;
+        }
+        let hash = (first.rotate_left(17) ^ second).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let slot = decision_slots(size) + hash % slots;
+        // SAFETY: `slot < window <= coverage_size`, inside the validated
+        // coverage section.
         unsafe {
             let counter = self
                 .base

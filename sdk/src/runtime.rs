@@ -43,6 +43,9 @@ struct Local {
     region: RegionRef,
     output: Option<Mutex<File>>,
     trace: bool,
+    /// The input came from `DST_INPUT` or `DST_SEED`: a replay, so threads
+    /// are under control (see [`control_key`]).
+    explicit: bool,
 }
 
 fn inner() -> MutexGuard<'static, Inner> {
@@ -72,8 +75,23 @@ pub unsafe fn attach(base: *mut u8, len: usize) -> Result<(), RegionError> {
     inner.stream = None;
     REGION.store(view.base(), Ordering::Release);
     ABORT_ON_FAILURE.store(abort_on_failure(), Ordering::Relaxed);
+    WHOLE_PROCESS.store(false, Ordering::Relaxed);
     MODE.store(RECORDING, Ordering::Release);
     Ok(())
+}
+
+/// The run is the whole process (a region shared with an explorer in
+/// another process, or local mode), so any thread may start a controlled
+/// run; with an in-process controller only the thread running the target
+/// body ([`crate::thread::run_body`]) does.
+static WHOLE_PROCESS: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn set_whole_process() {
+    WHOLE_PROCESS.store(true, Ordering::Relaxed);
+}
+
+pub(crate) fn whole_process() -> bool {
+    WHOLE_PROCESS.load(Ordering::Relaxed) || local().is_some()
 }
 
 /// The base of the region a controller attached, if any.
@@ -199,6 +217,7 @@ fn init_local() {
             region,
             output,
             trace: env_flag("DST_TRACE"),
+            explicit: explicit_input(),
         };
         if local.output.is_some() {
             local.write_line(&serde_json::json!({
@@ -223,6 +242,76 @@ fn init_local() {
         };
         MODE.store(mode, Ordering::Release);
     }
+}
+
+/// Whether local mode's input is chosen by the user (`DST_INPUT`, `DST_SEED`).
+fn explicit_input() -> bool {
+    std::env::var_os("DST_INPUT").is_some() || std::env::var_os("DST_SEED").is_some()
+}
+
+/// The run whose threads are under control, as (region base, run id): when
+/// a controller is attached, or local mode replays `DST_INPUT` or
+/// `DST_SEED`. A program run plainly (a fresh seed) keeps std's threads.
+pub(crate) fn control_key() -> Option<(usize, u64)> {
+    if MODE.load(Ordering::Acquire) == UNINIT {
+        static WANTED: OnceLock<bool> = OnceLock::new();
+        let wanted = *WANTED
+            .get_or_init(|| explicit_input() || std::env::var_os(crate::shm::REGION_ENV).is_some());
+        if !wanted {
+            return None;
+        }
+        let _ = region();
+    }
+    let base = REGION.load(Ordering::Acquire);
+    if base.is_null() || local().is_some_and(|l| !l.explicit) {
+        return None;
+    }
+    // SAFETY: as in `region`: REGION holds a validated, live region.
+    let region = unsafe { RegionRef::from_validated(base) };
+    Some((
+        base as usize,
+        region.header().run_id.load(Ordering::Acquire),
+    ))
+}
+
+/// Counts an observed pair of conflicting operations (interleaving
+/// coverage; see [`RegionRef::count_interleaving`]).
+pub(crate) fn count_interleaving(first: u64, second: u64) {
+    let base = REGION.load(Ordering::Acquire);
+    if !base.is_null() {
+        // SAFETY: as in `region`.
+        unsafe { RegionRef::from_validated(base) }.count_interleaving(first, second);
+    }
+}
+
+/// Whether scheduling steps are traced now: a run being explained
+/// (`FLAG_TRACE_SITES`) or local mode with `DST_TRACE`.
+pub(crate) fn tracing_steps() -> bool {
+    let base = REGION.load(Ordering::Acquire);
+    if base.is_null() {
+        return false;
+    }
+    // SAFETY: as in `region`.
+    let region = unsafe { RegionRef::from_validated(base) };
+    region.header().flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0
+        || local().is_some_and(|l| l.trace)
+}
+
+/// Records one scheduling step (callers check [`tracing_steps`] first).
+pub(crate) fn step_event(step: region::Step) {
+    let region = region();
+    if let Some(local) = local().filter(|l| l.trace) {
+        local.write_line(&serde_json::json!({
+            "type": "step",
+            "step": step.step,
+            "thread": step.thread,
+            "op": step.op,
+            "location": {"file": step.file, "line": step.line, "column": step.column},
+            "preempted": step.preempted,
+        }));
+    }
+    let _inner = inner();
+    region.push_event(&Event::Step(step));
 }
 
 /// The input of a local run: `DST_INPUT`'s bytes, else `DST_SEED`, else a

@@ -65,6 +65,7 @@ pub(crate) fn attach_from_env() -> bool {
     if let Err(err) = unsafe { crate::runtime::attach(base.cast(), len) } {
         fail(&name, err);
     }
+    crate::runtime::set_whole_process();
     // SAFETY: `attach` just validated the region at `base`, mapped for good.
     crate::crash::install(unsafe { crate::region::RegionRef::from_validated(base.cast()) });
     true
