@@ -484,14 +484,23 @@ where
                 .cloned_input_for_id(id)
                 .map_err(StoreError::libafl)?
                 .into_inner();
-            let signature = state.solutions().get(id).ok().and_then(|t| {
-                t.borrow()
-                    .metadata::<SolutionSignature>()
-                    .ok()
-                    .and_then(SolutionSignature::signature)
-            });
+            let (signature, seen_at) = state
+                .solutions()
+                .get(id)
+                .ok()
+                .and_then(|t| {
+                    let t = t.borrow();
+                    let meta = t.metadata::<SolutionSignature>().ok()?;
+                    Some((meta.signature(), meta.executions))
+                })
+                .unwrap_or((None, 0));
+            let seen_at = if seen_at == 0 {
+                *state.executions()
+            } else {
+                seen_at
+            };
             let found = findings::Found {
-                executions: executions_before + *state.executions(),
+                executions: executions_before + seen_at,
                 seconds: started.elapsed().as_secs_f64(),
             };
             let mut processed = Ok(None);

@@ -21,6 +21,7 @@ use libafl::executors::ExitKind;
 use libafl::feedbacks::{Feedback, StateInitializer};
 use libafl::inputs::BytesInput;
 use libafl::observers::Observer;
+use libafl::state::HasExecutions;
 use libafl::{Error, HasMetadata};
 use libafl_bolts::Named;
 use libafl_bolts::tuples::{Handle, Handled, MatchNameRef};
@@ -69,6 +70,9 @@ libafl_bolts::impl_serdeany!(SeenSignatures);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SolutionSignature {
     pub signature: String,
+    /// The campaign's executions when the objective saw it (this client's).
+    #[serde(default)]
+    pub executions: u64,
 }
 libafl_bolts::impl_serdeany!(SolutionSignature);
 
@@ -76,6 +80,7 @@ impl SolutionSignature {
     pub fn new(signature: &Signature) -> SolutionSignature {
         SolutionSignature {
             signature: serde_json::to_string(signature).expect("signatures serialize"),
+            executions: 0,
         }
     }
 
@@ -292,7 +297,9 @@ impl Named for FindingObjective {
 
 impl<S> StateInitializer<S> for FindingObjective {}
 
-impl<EM, OT: MatchNameRef, S: HasMetadata> Feedback<EM, BytesInput, OT, S> for FindingObjective {
+impl<EM, OT: MatchNameRef, S: HasMetadata + HasExecutions> Feedback<EM, BytesInput, OT, S>
+    for FindingObjective
+{
     fn is_interesting(
         &mut self,
         state: &mut S,
@@ -315,7 +322,7 @@ impl<EM, OT: MatchNameRef, S: HasMetadata> Feedback<EM, BytesInput, OT, S> for F
 
     fn append_metadata(
         &mut self,
-        _state: &mut S,
+        state: &mut S,
         _manager: &mut EM,
         observers: &OT,
         testcase: &mut Testcase<BytesInput>,
@@ -325,7 +332,9 @@ impl<EM, OT: MatchNameRef, S: HasMetadata> Feedback<EM, BytesInput, OT, S> for F
             .get(&self.observer)
             .and_then(|o| o.signature.clone())
         {
-            testcase.add_metadata(SolutionSignature::new(&signature));
+            let mut meta = SolutionSignature::new(&signature);
+            meta.executions = *state.executions();
+            testcase.add_metadata(meta);
         }
         Ok(())
     }

@@ -85,6 +85,22 @@ void dst_setup_complete(const char *details_json);
 void dst_run(void (*body)(void));
 void dst_send_event(const char *name, const char *details_json);
 
+/* Controlled threads. libdst interposes pthread_create, pthread_join, the
+ * pthread mutex, condition variable and rwlock functions, sched_yield,
+ * usleep and nanosleep: under an explorer (or a DST_INPUT / DST_SEED
+ * replay) one thread runs at a time and each of these is a scheduling
+ * point whose next thread is a decision; otherwise they are the C
+ * library's. Plain shared memory is not seen: make racy accesses through
+ * these helpers (sequentially consistent) or mark them with dst_yield(). */
+void dst_yield(void);
+uint64_t dst_atomic_load_u64(uint64_t *ptr);
+void dst_atomic_store_u64(uint64_t *ptr, uint64_t value);
+uint64_t dst_atomic_fetch_add_u64(uint64_t *ptr, uint64_t delta);
+/* Stores desired and returns 1 if *ptr == *expected; else writes the
+ * current value to *expected and returns 0. */
+int dst_atomic_cas_u64(uint64_t *ptr, uint64_t *expected, uint64_t desired);
+void dst_site(const char *file, unsigned line);
+
 /* A static record for this site in the dst_catalog section, and a slot where
  * libdst caches the site's catalog index. */
 #define DST__SITE(KIND, MSG, COND)                                                    \
@@ -144,6 +160,35 @@ __attribute__((constructor, used)) static void dst__register_catalog(void) {
 
 #ifdef __cplusplus
 }
+#endif
+
+/* With <pthread.h> (and <sched.h>, <unistd.h>, <time.h>) included before
+ * dst.h, the controlled pthread calls announce their source line, so a
+ * schedule and a deadlock report name the program's lines. */
+#if !defined(DST_NO_SITE_MACROS) && !defined(__cplusplus)
+#define DST__AT(CALL) (dst_site(__FILE__, __LINE__), CALL)
+#ifdef _PTHREAD_H
+#define pthread_create(...) DST__AT(pthread_create(__VA_ARGS__))
+#define pthread_join(...) DST__AT(pthread_join(__VA_ARGS__))
+#define pthread_mutex_lock(...) DST__AT(pthread_mutex_lock(__VA_ARGS__))
+#define pthread_mutex_trylock(...) DST__AT(pthread_mutex_trylock(__VA_ARGS__))
+#define pthread_mutex_unlock(...) DST__AT(pthread_mutex_unlock(__VA_ARGS__))
+#define pthread_cond_wait(...) DST__AT(pthread_cond_wait(__VA_ARGS__))
+#define pthread_cond_timedwait(...) DST__AT(pthread_cond_timedwait(__VA_ARGS__))
+#define pthread_cond_signal(...) DST__AT(pthread_cond_signal(__VA_ARGS__))
+#define pthread_cond_broadcast(...) DST__AT(pthread_cond_broadcast(__VA_ARGS__))
+#define pthread_rwlock_rdlock(...) DST__AT(pthread_rwlock_rdlock(__VA_ARGS__))
+#define pthread_rwlock_wrlock(...) DST__AT(pthread_rwlock_wrlock(__VA_ARGS__))
+#define pthread_rwlock_unlock(...) DST__AT(pthread_rwlock_unlock(__VA_ARGS__))
+#endif
+#ifdef _SCHED_H
+#define sched_yield() DST__AT(sched_yield())
+#endif
+#define dst_yield() DST__AT(dst_yield())
+#define dst_atomic_load_u64(...) DST__AT(dst_atomic_load_u64(__VA_ARGS__))
+#define dst_atomic_store_u64(...) DST__AT(dst_atomic_store_u64(__VA_ARGS__))
+#define dst_atomic_fetch_add_u64(...) DST__AT(dst_atomic_fetch_add_u64(__VA_ARGS__))
+#define dst_atomic_cas_u64(...) DST__AT(dst_atomic_cas_u64(__VA_ARGS__))
 #endif
 
 #endif /* DST_H */

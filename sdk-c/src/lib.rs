@@ -17,6 +17,7 @@
 //! `DST_DEFER=1`; [`dst_run`] is its persistent mode.
 
 pub mod coverage;
+pub mod pthread;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char};

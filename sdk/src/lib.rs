@@ -46,7 +46,8 @@ pub mod lifecycle;
 pub mod random;
 pub mod region;
 pub mod runtime;
-mod sched;
+#[doc(hidden)]
+pub mod sched;
 pub mod shm;
 pub mod sync;
 pub mod thread;

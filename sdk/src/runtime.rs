@@ -90,6 +90,11 @@ pub(crate) fn set_whole_process() {
     WHOLE_PROCESS.store(true, Ordering::Relaxed);
 }
 
+/// Whether the SDK runs in local mode (no explorer).
+pub(crate) fn is_local() -> bool {
+    local().is_some()
+}
+
 pub(crate) fn whole_process() -> bool {
     WHOLE_PROCESS.load(Ordering::Relaxed) || local().is_some()
 }

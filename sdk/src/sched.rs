@@ -35,7 +35,57 @@ use crate::catalog::{self, DEADLOCK, LIVELOCK, OUTLIVES};
 use crate::decision::{Kind, be_value};
 use crate::runtime::{self, DecisionSite};
 
-pub(crate) type Site = &'static Location<'static>;
+/// Where a thread does an operation: a Rust call site (`#[track_caller]`)
+/// or a C one (`__FILE__` and `__LINE__` from `dst.h`'s macros).
+#[derive(Clone, Copy, Debug)]
+pub enum Site {
+    Rust(&'static Location<'static>),
+    C(crate::random::ForeignSite),
+}
+
+/// The caller's site (through `#[track_caller]` chains).
+#[track_caller]
+pub fn here() -> Site {
+    Site::Rust(Location::caller())
+}
+
+impl Site {
+    fn file(self) -> &'static str {
+        match self {
+            Site::Rust(l) => l.file(),
+            Site::C(s) => s.file(),
+        }
+    }
+
+    fn line(self) -> u32 {
+        match self {
+            Site::Rust(l) => l.line(),
+            Site::C(s) => s.line(),
+        }
+    }
+
+    fn column(self) -> u32 {
+        match self {
+            Site::Rust(l) => l.column(),
+            Site::C(_) => 0,
+        }
+    }
+
+    fn decision(self) -> DecisionSite {
+        match self {
+            Site::Rust(l) => DecisionSite::Caller(l),
+            Site::C(s) => DecisionSite::Foreign(s),
+        }
+    }
+
+    /// A number identifying the site in interleaving coverage.
+    fn key(self) -> u64 {
+        match self {
+            Site::Rust(l) => l as *const Location<'static> as usize as u64,
+            Site::C(s) => u64::from(s.id()) << 20 ^ 0xC,
+        }
+    }
+}
 
 /// The payload with which threads of an abandoned run unwind. Executors
 /// treat a target body that unwinds with it as a run that ended normally
@@ -49,7 +99,7 @@ pub const DEFAULT_MAX_STEPS: u64 = 100_000;
 
 /// What a thread is about to do at a scheduling point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     Start,
     Spawn,
     Join,
@@ -104,6 +154,7 @@ impl Op {
 pub struct ThreadKey {
     epoch: u64,
     tid: usize,
+    rust: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,9 +220,12 @@ static ALIVE_CHANGED: StdCondvar = StdCondvar::new();
 
 thread_local! {
     /// This thread's key in the current controlled run (epoch 0: none).
-    static ME: Cell<ThreadKey> = const { Cell::new(ThreadKey { epoch: 0, tid: 0 }) };
+    static ME: Cell<ThreadKey> = const { Cell::new(ThreadKey { epoch: 0, tid: 0, rust: false }) };
     /// This thread is running a target body ([`run_body`]).
     static BODY: Cell<bool> = const { Cell::new(false) };
+    /// This thread leaves an abandoned run by unwinding (Rust threads and
+    /// bodies); others (C threads) park for good instead.
+    static UNWINDS: Cell<bool> = const { Cell::new(false) };
 }
 
 type Guard = StdGuard<'static, Option<Sched>>;
@@ -181,7 +235,7 @@ fn lock() -> Guard {
 }
 
 fn site_key(site: Site) -> u64 {
-    site as *const Location<'static> as usize as u64
+    site.key()
 }
 
 fn max_steps() -> u64 {
@@ -202,15 +256,48 @@ fn report(builtin: usize, details: &serde_json::Value) {
     });
 }
 
-/// Unwinds this thread out of an abandoned run.
+/// Takes this thread out of an abandoned run: a Rust thread unwinds; a C
+/// thread (which must not unwind through C frames) parks for good, the
+/// process being about to end.
 fn abandon(guard: Guard) -> ! {
     drop(guard);
-    std::panic::resume_unwind(Box::new(Abandoned))
+    if UNWINDS.with(Cell::get) {
+        std::panic::resume_unwind(Box::new(Abandoned))
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Ends the run after a deadlock or livelock found by this thread: a C
+/// thread of a whole-process run ends the process (the finding is in the
+/// region); others abandon the run.
+fn end_run(guard: Guard) -> ! {
+    if !UNWINDS.with(Cell::get) && runtime::whole_process() {
+        drop(guard);
+        let code = i32::from(runtime::first_failure().is_some() && runtime::is_local());
+        // SAFETY: `_exit` ends the process at once; nothing here needs
+        // unwinding or flushing (the region is shared memory).
+        unsafe { libc::_exit(code) }
+    }
+    abandon(guard)
 }
 
 /// Whether this thread belongs to the current controlled run.
 pub fn is_controlled() -> bool {
     ME.with(Cell::get).epoch != 0
+}
+
+/// Whether the caller is a thread of a controlled run that already has a
+/// scheduler (some controlled operation happened in this run).
+pub fn active() -> bool {
+    let Some(key) = runtime::control_key() else {
+        return false;
+    };
+    let me = ME.with(Cell::get);
+    lock()
+        .as_ref()
+        .is_some_and(|s| s.key == key && s.epoch == me.epoch)
 }
 
 /// The scheduler, locked, and this thread's id in it, if this thread is
@@ -241,7 +328,7 @@ fn enter() -> Option<(Guard, usize)> {
         old.abort_all();
     }
     let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) + 1;
-    let site = Location::caller();
+    let site = here();
     *guard = Some(Sched {
         key,
         epoch,
@@ -257,7 +344,14 @@ fn enter() -> Option<(Guard, usize)> {
         objects: HashMap::new(),
         order: Vec::new(),
     });
-    ME.with(|m| m.set(ThreadKey { epoch, tid: 0 }));
+    ME.with(|m| {
+        m.set(ThreadKey {
+            epoch,
+            tid: 0,
+            rust: false,
+        })
+    });
+    UNWINDS.with(|u| u.set(BODY.with(Cell::get)));
     Some((guard, 0))
 }
 
@@ -301,12 +395,7 @@ impl Sched {
 
     fn priority_decision(site: Site) -> i64 {
         let mut bytes = [0u8; 2];
-        runtime::decide(
-            Kind::Priority,
-            DecisionSite::Caller(site),
-            &mut bytes,
-            be_value,
-        ) as i64
+        runtime::decide(Kind::Priority, site.decision(), &mut bytes, be_value) as i64
     }
 
     /// Reads the run's strategy at its first contested point.
@@ -315,7 +404,7 @@ impl Sched {
             return strategy;
         }
         let mut byte = [0u8; 1];
-        let value = runtime::decide(Kind::Strategy, DecisionSite::Caller(site), &mut byte, |b| {
+        let value = runtime::decide(Kind::Strategy, site.decision(), &mut byte, |b| {
             u64::from(b[0])
         });
         let strategy = match value % 4 {
@@ -327,7 +416,7 @@ impl Sched {
             let depth = 1 + (value >> 2) % 3;
             let scale = 8u64 << ((value >> 4) % 8);
             for _ in 1..depth {
-                let at = crate::random::below_as(Kind::Priority, scale, DecisionSite::Caller(site));
+                let at = crate::random::below_as(Kind::Priority, scale, site.decision());
                 self.change_points.push(self.steps + at);
             }
             self.change_points.sort_unstable();
@@ -366,11 +455,7 @@ impl Sched {
             1 => Some(order[0]),
             len => Some(match self.strategy(site) {
                 Strategy::Direct => {
-                    let k = crate::random::below_as(
-                        Kind::Schedule,
-                        len as u64,
-                        DecisionSite::Caller(site),
-                    );
+                    let k = crate::random::below_as(Kind::Schedule, len as u64, site.decision());
                     order[k as usize]
                 }
                 Strategy::Pct => {
@@ -469,14 +554,14 @@ fn run_next(mut guard: Guard, me: usize) -> Guard {
         sched.abort_all();
         drop(guard);
         report(LIVELOCK, &details);
-        abandon(lock());
+        end_run(lock());
     }
     let Some(next) = sched.pick(me, site) else {
         let details = sched.describe();
         sched.abort_all();
         drop(guard);
         report(DEADLOCK, &details);
-        abandon(lock());
+        end_run(lock());
     };
     let preempted = next != me && sched.threads[me].state == State::Runnable;
     if preempted {
@@ -525,7 +610,7 @@ fn wait_turn(mut guard: Guard, me: usize) -> Guard {
 
 /// A scheduling point before `op` on `obj` (0: none). Returns whether the
 /// calling thread is under control.
-pub(crate) fn point(op: Op, obj: usize, site: Site) -> bool {
+pub fn point(op: Op, obj: usize, site: Site) -> bool {
     let Some((mut guard, me)) = enter() else {
         return false;
     };
@@ -550,7 +635,7 @@ fn block(mut guard: Guard, me: usize) -> Guard {
 
 /// Acquires `obj` exclusively (`Op::Lock`) or shared (`Op::Read`), blocking
 /// while it is taken. Returns whether the caller is under control.
-pub(crate) fn acquire(obj: usize, op: Op, site: Site) -> bool {
+pub fn acquire(obj: usize, op: Op, site: Site) -> bool {
     let Some((mut guard, me)) = enter() else {
         return false;
     };
@@ -580,7 +665,7 @@ fn take(object: &mut Object, me: usize, op: Op, site: Site) {
 }
 
 /// Tries to acquire `obj` without blocking: `Some(taken)` under control.
-pub(crate) fn try_acquire(obj: usize, op: Op, site: Site) -> Option<bool> {
+pub fn try_acquire(obj: usize, op: Op, site: Site) -> Option<bool> {
     let (mut guard, me) = enter()?;
     set_pending(&mut guard, me, op, obj, site);
     guard = run_next(guard, me);
@@ -592,15 +677,35 @@ pub(crate) fn try_acquire(obj: usize, op: Op, site: Site) -> Option<bool> {
     Some(free)
 }
 
-/// Releases `obj` (`Op::Unlock` or `Op::ReadUnlock`), then a scheduling point.
-pub(crate) fn release(obj: usize, op: Op, site: Site) {
+/// Releases `obj` (`Op::Unlock` or `Op::ReadUnlock`), then a scheduling
+/// point. Returns whether the caller is under control.
+pub fn release(obj: usize, op: Op, site: Site) -> bool {
     let Some((mut guard, me)) = enter() else {
-        return;
+        return false;
     };
     let sched = Sched::of(&mut guard);
     release_held(sched, obj, op, me, site);
     set_pending(&mut guard, me, op, obj, site);
     drop(run_next(guard, me));
+    true
+}
+
+/// Releases a reader-writer lock the caller holds either way (as
+/// `pthread_rwlock_unlock`). Returns whether the caller is under control.
+pub fn release_either(obj: usize, site: Site) -> bool {
+    let Some((mut guard, me)) = enter() else {
+        return false;
+    };
+    let sched = Sched::of(&mut guard);
+    let writer = sched
+        .objects
+        .get(&obj)
+        .is_some_and(|o| o.holder == Some(me));
+    let op = if writer { Op::Unlock } else { Op::ReadUnlock };
+    release_held(sched, obj, op, me, site);
+    set_pending(&mut guard, me, op, obj, site);
+    drop(run_next(guard, me));
+    true
 }
 
 fn release_held(sched: &mut Sched, obj: usize, op: Op, me: usize, site: Site) {
@@ -617,7 +722,7 @@ fn release_held(sched: &mut Sched, obj: usize, op: Op, me: usize, site: Site) {
 /// A condition variable wait: releases `mutex`, blocks on `cv` until
 /// notified (or, if `timed`, until nothing else can run), then reacquires
 /// `mutex`. `Some(timed_out)` under control.
-pub(crate) fn wait(cv: usize, mutex: usize, timed: bool, site: Site) -> Option<bool> {
+pub fn wait(cv: usize, mutex: usize, timed: bool, site: Site) -> Option<bool> {
     let (mut guard, me) = enter()?;
     let sched = Sched::of(&mut guard);
     release_held(sched, mutex, Op::Unlock, me, site);
@@ -637,7 +742,7 @@ pub(crate) fn wait(cv: usize, mutex: usize, timed: bool, site: Site) -> Option<b
 
 /// Wakes one (the oldest) or every waiter of `cv`, then a scheduling point.
 /// Returns whether the caller is under control.
-pub(crate) fn notify(cv: usize, all: bool, site: Site) -> bool {
+pub fn notify(cv: usize, all: bool, site: Site) -> bool {
     let Some((mut guard, me)) = enter() else {
         return false;
     };
@@ -662,7 +767,7 @@ pub(crate) fn notify(cv: usize, all: bool, site: Site) -> bool {
 
 /// A scheduling point before an atomic access; counts which write a read
 /// observes. Returns whether the caller is under control.
-pub(crate) fn access(obj: usize, op: Op, site: Site) -> bool {
+pub fn access(obj: usize, op: Op, site: Site) -> bool {
     let Some((mut guard, me)) = enter() else {
         return false;
     };
@@ -679,8 +784,10 @@ pub(crate) fn access(obj: usize, op: Op, site: Site) -> bool {
     true
 }
 
-/// Registers a thread about to be spawned under control.
-pub(crate) fn spawn_begin(site: Site) -> Option<ThreadKey> {
+/// Registers a thread about to be spawned under control. `rust`: a Rust
+/// thread, which unwinds out of an abandoned run and is waited for by
+/// [`finish`] (a C thread parks instead and is not waited for).
+pub fn spawn_begin(site: Site, rust: bool) -> Option<ThreadKey> {
     let (mut guard, _me) = enter()?;
     let sched = Sched::of(&mut guard);
     let tid = sched.threads.len();
@@ -692,16 +799,21 @@ pub(crate) fn spawn_begin(site: Site) -> Option<ThreadKey> {
         thread.priority = 1_000_000 + Sched::priority_decision(site);
     }
     sched.threads.push(thread);
-    *ALIVE.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    if rust {
+        *ALIVE.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    }
     Some(ThreadKey {
         epoch: sched.epoch,
         tid,
+        rust,
     })
 }
 
 /// The OS thread of `key` could not be started.
-pub(crate) fn spawn_failed(key: ThreadKey) {
-    exited();
+pub fn spawn_failed(key: ThreadKey) {
+    if key.rust {
+        exited();
+    }
     let mut guard = lock();
     if let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch) {
         sched.threads[key.tid].state = State::Finished;
@@ -710,7 +822,7 @@ pub(crate) fn spawn_failed(key: ThreadKey) {
 
 /// Decrements the live OS threads when a controlled thread ends, however
 /// it ends.
-pub(crate) struct Exit(ThreadKey);
+pub struct Exit(ThreadKey);
 
 impl Drop for Exit {
     fn drop(&mut self) {
@@ -730,6 +842,9 @@ impl Drop for Exit {
                     drop(guard);
                     report(DEADLOCK, &details);
                     guard = lock();
+                    if !UNWINDS.with(Cell::get) && runtime::whole_process() {
+                        end_run(guard);
+                    }
                     next = None;
                 }
                 if let (Some(next), Some(sched)) = (next, guard.as_mut()) {
@@ -741,8 +856,16 @@ impl Drop for Exit {
             }
         }
         drop(guard);
-        ME.with(|m| m.set(ThreadKey { epoch: 0, tid: 0 }));
-        exited();
+        ME.with(|m| {
+            m.set(ThreadKey {
+                epoch: 0,
+                tid: 0,
+                rust: false,
+            })
+        });
+        if key.rust {
+            exited();
+        }
     }
 }
 
@@ -754,8 +877,9 @@ fn exited() {
 
 /// The start of a controlled thread: waits for its first turn. The
 /// returned guard marks it finished when dropped.
-pub(crate) fn thread_start(key: ThreadKey) -> Exit {
+pub fn thread_start(key: ThreadKey) -> Exit {
     ME.with(|m| m.set(key));
+    UNWINDS.with(|u| u.set(key.rust));
     let exit = Exit(key);
     let mut guard = lock();
     if let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch) {
@@ -770,7 +894,7 @@ fn join_key(tid: usize) -> usize {
 }
 
 /// Waits until `key`'s thread has finished (under control).
-pub(crate) fn join(key: ThreadKey, site: Site) {
+pub fn join(key: ThreadKey, site: Site) {
     let Some((mut guard, me)) = enter() else {
         return;
     };
@@ -785,7 +909,7 @@ pub(crate) fn join(key: ThreadKey, site: Site) {
 }
 
 /// Whether `key`'s thread has finished (true for threads of other runs).
-pub(crate) fn is_finished(key: ThreadKey) -> bool {
+pub fn is_finished(key: ThreadKey) -> bool {
     let guard = lock();
     match guard.as_ref() {
         Some(sched) if sched.epoch == key.epoch => sched.threads[key.tid].state == State::Finished,
@@ -816,7 +940,13 @@ pub fn finish(result: std::thread::Result<()>) -> std::thread::Result<()> {
     if me.epoch == 0 {
         return result;
     }
-    ME.with(|m| m.set(ThreadKey { epoch: 0, tid: 0 }));
+    ME.with(|m| {
+        m.set(ThreadKey {
+            epoch: 0,
+            tid: 0,
+            rust: false,
+        })
+    });
     let mut guard = lock();
     let Some(sched) = guard.as_mut().filter(|s| s.epoch == me.epoch) else {
         return result;

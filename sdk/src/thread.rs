@@ -27,7 +27,7 @@
 //! ```
 
 use std::io;
-use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::time::Duration;
 
 pub use std::thread::{Result, Thread, ThreadId, current, panicking};
@@ -52,7 +52,7 @@ impl<T> JoinHandle<T> {
     #[track_caller]
     pub fn join(self) -> Result<T> {
         if let Some(key) = self.key {
-            sched::join(key, Location::caller());
+            sched::join(key, sched::here());
         }
         self.inner.join()
     }
@@ -114,8 +114,8 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let site = Location::caller();
-        let Some(key) = sched::spawn_begin(site) else {
+        let site = sched::here();
+        let Some(key) = sched::spawn_begin(site, true) else {
             return Ok(JoinHandle {
                 inner: self.inner.spawn(f)?,
                 key: None,
@@ -157,7 +157,7 @@ where
 /// nominal choice is the next runnable thread.
 #[track_caller]
 pub fn yield_now() {
-    if !sched::point(Op::Yield, 0, Location::caller()) {
+    if !sched::point(Op::Yield, 0, sched::here()) {
         std::thread::yield_now();
     }
 }
@@ -166,7 +166,7 @@ pub fn yield_now() {
 /// threads run first, and no real time passes.
 #[track_caller]
 pub fn sleep(duration: Duration) {
-    if !sched::point(Op::Sleep, 0, Location::caller()) {
+    if !sched::point(Op::Sleep, 0, sched::here()) {
         std::thread::sleep(duration);
     }
 }

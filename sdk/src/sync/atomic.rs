@@ -5,8 +5,6 @@
 //! as sequentially consistent whatever the `Ordering`: weak-memory
 //! behaviours are not explored.
 
-use std::panic::Location;
-
 pub use std::sync::atomic::{Ordering, compiler_fence, fence};
 
 use crate::sched::{self, Op};
@@ -30,7 +28,7 @@ macro_rules! atomic_common {
             #[inline]
             #[track_caller]
             fn at(&self, op: Op) {
-                sched::access(self as *const $name as usize, op, Location::caller());
+                sched::access(self as *const $name as usize, op, sched::here());
             }
 
             #[track_caller]

@@ -1,7 +1,5 @@
 //! `Barrier` and `Once`, built on the controlled [`Mutex`] and [`Condvar`].
 
-use std::panic::Location;
-
 use super::atomic::{AtomicBool, Ordering};
 use super::{Condvar, Mutex};
 
@@ -75,7 +73,6 @@ impl Once {
     /// Runs `f` if no call has completed yet; other callers wait for it.
     #[track_caller]
     pub fn call_once<F: FnOnce()>(&self, f: F) {
-        let _site = Location::caller();
         if self.done.load(Ordering::Acquire) {
             return;
         }

@@ -1,7 +1,6 @@
 //! `Mutex` and `Condvar`.
 
 use std::ops::{Deref, DerefMut};
-use std::panic::Location;
 use std::time::Duration;
 
 use super::{LockResult, PoisonError, TryLockError, TryLockResult, addr};
@@ -38,7 +37,7 @@ impl<T: ?Sized> Mutex<T> {
     /// Locks, blocking while another thread holds the lock.
     #[track_caller]
     pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-        let site = Location::caller();
+        let site = sched::here();
         let controlled = sched::acquire(addr(self), Op::Lock, site);
         self.guard(self.inner.lock(), site, controlled)
     }
@@ -46,7 +45,7 @@ impl<T: ?Sized> Mutex<T> {
     /// Locks if the lock is free.
     #[track_caller]
     pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-        let site = Location::caller();
+        let site = sched::here();
         match sched::try_acquire(addr(self), Op::Lock, site) {
             Some(false) => Err(TryLockError::WouldBlock),
             Some(true) => Ok(self.guard(self.inner.lock(), site, true)?),
@@ -163,7 +162,7 @@ impl Condvar {
 
     #[track_caller]
     pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
-        let site = Location::caller();
+        let site = sched::here();
         self.wait_inner(guard, None, site)
             .map(|(g, _)| g)
             .map_err(|p| PoisonError::new(p.into_inner().0))
@@ -175,7 +174,7 @@ impl Condvar {
         mut guard: MutexGuard<'a, T>,
         mut condition: F,
     ) -> LockResult<MutexGuard<'a, T>> {
-        let site = Location::caller();
+        let site = sched::here();
         while condition(&mut *guard) {
             guard = match self.wait_inner(guard, None, site) {
                 Ok((g, _)) => g,
@@ -191,7 +190,7 @@ impl Condvar {
         guard: MutexGuard<'a, T>,
         timeout: Duration,
     ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)> {
-        self.wait_inner(guard, Some(timeout), Location::caller())
+        self.wait_inner(guard, Some(timeout), sched::here())
     }
 
     #[track_caller]
@@ -201,7 +200,7 @@ impl Condvar {
         timeout: Duration,
         mut condition: F,
     ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)> {
-        let site = Location::caller();
+        let site = sched::here();
         let start = std::time::Instant::now();
         while condition(&mut *guard) {
             let left = timeout.saturating_sub(start.elapsed());
@@ -261,14 +260,14 @@ impl Condvar {
 
     #[track_caller]
     pub fn notify_one(&self) {
-        if !sched::notify(addr(self), false, Location::caller()) {
+        if !sched::notify(addr(self), false, sched::here()) {
             self.inner.notify_one();
         }
     }
 
     #[track_caller]
     pub fn notify_all(&self) {
-        if !sched::notify(addr(self), true, Location::caller()) {
+        if !sched::notify(addr(self), true, sched::here()) {
             self.inner.notify_all();
         }
     }

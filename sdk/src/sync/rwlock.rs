@@ -1,7 +1,6 @@
 //! `RwLock`.
 
 use std::ops::{Deref, DerefMut};
-use std::panic::Location;
 
 use super::{LockResult, PoisonError, TryLockError, TryLockResult, addr};
 use crate::sched::{self, Op, Site};
@@ -60,7 +59,7 @@ impl<T> RwLock<T> {
 impl<T: ?Sized> RwLock<T> {
     #[track_caller]
     pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-        let (obj, site) = (addr(self), Location::caller());
+        let (obj, site) = (addr(self), sched::here());
         let controlled = sched::acquire(obj, Op::Read, site);
         map(self.inner.read(), |g| RwLockReadGuard {
             obj,
@@ -72,7 +71,7 @@ impl<T: ?Sized> RwLock<T> {
 
     #[track_caller]
     pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-        let (obj, site) = (addr(self), Location::caller());
+        let (obj, site) = (addr(self), sched::here());
         let controlled = sched::acquire(obj, Op::Lock, site);
         map(self.inner.write(), |g| RwLockWriteGuard {
             obj,
@@ -84,7 +83,7 @@ impl<T: ?Sized> RwLock<T> {
 
     #[track_caller]
     pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-        let (obj, site) = (addr(self), Location::caller());
+        let (obj, site) = (addr(self), sched::here());
         let wrap = |controlled| {
             move |g| RwLockReadGuard {
                 obj,
@@ -102,7 +101,7 @@ impl<T: ?Sized> RwLock<T> {
 
     #[track_caller]
     pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-        let (obj, site) = (addr(self), Location::caller());
+        let (obj, site) = (addr(self), sched::here());
         let wrap = |controlled| {
             move |g| RwLockWriteGuard {
                 obj,
