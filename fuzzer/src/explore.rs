@@ -47,6 +47,11 @@ use crate::mutators::{ChangeDecision, SpliceDecisions, ZeroDecisions};
 use crate::store::{self, StoreError};
 use crate::subject::{Dyn, Subject};
 
+/// Random-tail inputs the explorer starts from, beside the nominal run.
+pub const RANDOM_SEEDS: u64 = 8;
+/// As many, for a target whose nominal run has controlled threads.
+pub const RANDOM_SEEDS_THREADS: u64 = 32;
+
 /// What a campaign is asked to do.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -423,15 +428,12 @@ where
         .map_err(StoreError::libafl)?;
 
     if state.corpus().count() == 0 {
-        // Seeds: the saved corpus, the nominal run, and a few random tails.
+        // Seeds: the saved corpus, the nominal run, and random tails: more
+        // of them when the nominal run has controlled threads (it took a
+        // strategy decision), each then a random schedule of a random
+        // strategy (direct, PCT, POS) for mutation to start from.
         let mut seeds = store::load_corpus(&options.corpus_dir)?;
         seeds.push(Vec::new());
-        seeds.extend((1..=8u64).map(|i| {
-            (options.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i)
-                .max(1)
-                .to_le_bytes()
-                .to_vec()
-        }));
         for seed in &seeds {
             fuzzer
                 .evaluate_input(
@@ -440,6 +442,26 @@ where
                     mgr,
                     &BytesInput::new(seed.clone()),
                 )
+                .map_err(StoreError::libafl)?;
+        }
+        let threads = exec
+            .borrow()
+            .view()
+            .decisions()
+            .iter()
+            .any(|d| d.kind == dst::decision::Kind::Strategy as u8);
+        let tails = if threads {
+            RANDOM_SEEDS_THREADS
+        } else {
+            RANDOM_SEEDS
+        };
+        for i in 1..=tails {
+            let seed = (options.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i)
+                .max(1)
+                .to_le_bytes()
+                .to_vec();
+            fuzzer
+                .evaluate_input(&mut state, &mut executor, mgr, &BytesInput::new(seed))
                 .map_err(StoreError::libafl)?;
         }
         if state.corpus().count() == 0 {

@@ -92,7 +92,7 @@ where
         let at = SEED_BYTES + offset;
         let slot = &mut bytes[at..at + width];
         match Kind::from_u8(kind) {
-            Some(Kind::Fault) => {
+            Some(Kind::Fault | Kind::Change) => {
                 slot[0] = if slot[0] >= decision::FAULT_THRESHOLD {
                     0
                 } else {

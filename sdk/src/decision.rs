@@ -19,8 +19,9 @@
 //! | `random::bool` | 1 | lowest bit | false |
 //! | `fault!` | 1 | fires iff byte >= [`FAULT_THRESHOLD`] | does not fire |
 //! | schedule (threads under control) | as `below(runnable threads)` | index into the run order | the current thread keeps running |
-//! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1-2 PCT, 3 POS | direct |
+//! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1 PCT, 2-3 POS | direct |
 //! | priority (PCT, POS) | 2 | the bytes | 0 |
+//! | change (PCT, each contested point while change points are left) | 1 | a change point iff byte >= a threshold from the strategy byte | none |
 //! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
 //!
 //! A random tail fires each fault with probability 1/16 and makes every other
@@ -56,6 +57,8 @@ pub enum Kind {
     Strategy = 11,
     /// A thread priority (PCT and POS strategies).
     Priority = 12,
+    /// Whether a contested step is a PCT priority change point.
+    Change = 13,
 }
 
 impl Kind {
@@ -74,6 +77,7 @@ impl Kind {
             10 => Schedule,
             11 => Strategy,
             12 => Priority,
+            13 => Change,
             _ => return None,
         })
     }
@@ -93,6 +97,7 @@ impl Kind {
             Schedule => "schedule",
             Strategy => "strategy",
             Priority => "priority",
+            Change => "change",
         }
     }
 }

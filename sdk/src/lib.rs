@@ -1,7 +1,7 @@
 //! `dst`: the SDK that users put into their code for deterministic simulation
 //! testing.
 //!
-//! It has three parts:
+//! It has four parts:
 //! - **Assertions** (`assert_always!`, `assert_sometimes!`, ...): properties
 //!   checked in the code itself. Each macro site registers itself in a
 //!   link-time [`catalog`], so every property of a binary is known before any
@@ -12,6 +12,12 @@
 //! - **The region** ([`region`]): the fixed `#[repr(C)]` memory layout through
 //!   which the SDK reads decisions and writes outcomes, shared by every
 //!   executor level.
+//! - **Controlled threads** ([`thread`], [`sync`]): std's thread and
+//!   synchronization API; under an explorer one thread runs at a time and
+//!   which one runs next at each lock, atomic access, spawn or join is a
+//!   decision (the scheduler is `sched`, shared with libdst's pthread
+//!   functions). Deadlocks, livelocks and threads that outlive the run are
+//!   the SDK's own properties ([`catalog::BUILTIN`]).
 //!
 //! Under the process executor (another program exploring this one), the
 //! region is a shared-memory segment ([`shm`]), a [`forkserver`] forks a

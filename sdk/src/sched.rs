@@ -5,7 +5,7 @@
 //! as usual) that pass a baton: each waits, parked, until the scheduler
 //! names it current. Every operation of [`crate::thread`] and
 //! [`crate::sync`] calls in here first; outside a controlled run
-//! ([`runtime::control_key`]) each call returns at once and the std types
+//! (`runtime::control_key`) each call returns at once and the std types
 //! do the work.
 //!
 //! A run's strategy is chosen by its first contested scheduling point (one
@@ -202,8 +202,10 @@ struct Sched {
     steps: u64,
     max_steps: u64,
     strategy: Option<Strategy>,
-    /// PCT change points (step indices), ascending.
-    change_points: Vec<u64>,
+    /// PCT: a contested step is a change point when its byte is at least
+    /// this (0: never), and how many change points are left.
+    change_threshold: u16,
+    changes_left: u32,
     /// The next demoted priority (PCT change points, yields).
     low: i64,
     abort: bool,
@@ -337,7 +339,8 @@ fn enter() -> Option<(Guard, usize)> {
         steps: 0,
         max_steps: max_steps(),
         strategy: None,
-        change_points: Vec::new(),
+        change_threshold: 0,
+        changes_left: 0,
         low: 0,
         abort: false,
         tracing: runtime::tracing_steps(),
@@ -409,17 +412,14 @@ impl Sched {
         });
         let strategy = match value % 4 {
             0 => Strategy::Direct,
-            1 | 2 => Strategy::Pct,
+            1 => Strategy::Pct,
             _ => Strategy::Pos,
         };
         if let Strategy::Pct = strategy {
-            let depth = 1 + (value >> 2) % 3;
-            let scale = 8u64 << ((value >> 4) % 8);
-            for _ in 1..depth {
-                let at = crate::random::below_as(Kind::Priority, scale, site.decision());
-                self.change_points.push(self.steps + at);
-            }
-            self.change_points.sort_unstable();
+            // Up to depth - 1 change points, each contested step one with
+            // probability 1/4 .. 1/32 (from a random tail).
+            self.changes_left = 1 + ((value >> 2) % 3) as u32;
+            self.change_threshold = 256 - (64 >> ((value >> 4) % 4));
         }
         if !matches!(strategy, Strategy::Direct) {
             for tid in 0..self.threads.len() {
@@ -459,10 +459,17 @@ impl Sched {
                     order[k as usize]
                 }
                 Strategy::Pct => {
-                    while self.change_points.first().is_some_and(|&c| c <= self.steps) {
-                        self.change_points.remove(0);
-                        self.low -= 1;
-                        self.threads[me].priority = self.low;
+                    if self.changes_left > 0 {
+                        let mut byte = [0u8; 1];
+                        let b = runtime::decide(Kind::Change, site.decision(), &mut byte, |b| {
+                            u64::from(b[0])
+                        });
+                        if b >= u64::from(self.change_threshold) {
+                            self.changes_left -= 1;
+                            self.low -= 1;
+                            let runs = self.highest(&order);
+                            self.threads[runs].priority = self.low;
+                        }
                     }
                     if yielding {
                         self.low -= 1;
@@ -584,10 +591,14 @@ fn run_next(mut guard: Guard, me: usize) -> Guard {
         return guard;
     }
     sched.current = next;
-    if let Some(os) = &sched.threads[next].os {
+    // Wake the next thread only once the lock is free, so that it does not
+    // wake into a held lock and bounce back.
+    let wake = sched.threads[next].os.clone();
+    drop(guard);
+    if let Some(os) = wake {
         os.unpark();
     }
-    wait_turn(guard, me)
+    wait_turn(lock(), me)
 }
 
 /// Parks until the scheduler makes `me` current (or abandons the run).
@@ -827,6 +838,7 @@ pub struct Exit(ThreadKey);
 impl Drop for Exit {
     fn drop(&mut self) {
         let key = self.0;
+        let mut wake = None;
         let mut guard = lock();
         if let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch && !s.abort) {
             sched.threads[key.tid].state = State::Finished;
@@ -849,13 +861,14 @@ impl Drop for Exit {
                 }
                 if let (Some(next), Some(sched)) = (next, guard.as_mut()) {
                     sched.current = next;
-                    if let Some(os) = &sched.threads[next].os {
-                        os.unpark();
-                    }
+                    wake = sched.threads[next].os.clone();
                 }
             }
         }
         drop(guard);
+        if let Some(os) = wake {
+            os.unpark();
+        }
         ME.with(|m| {
             m.set(ThreadKey {
                 epoch: 0,

@@ -60,7 +60,7 @@ fn dst_to_bug(name: &str, seed: u64, budget: u64) -> Option<u64> {
     let options = Options {
         name: name.into(),
         runs: Some(budget),
-        time: Some(Duration::from_secs(120)),
+        time: Some(Duration::from_secs(15)),
         seed,
         corpus_dir: dir.join("corpus"),
         findings_dir: dir.join("findings"),
@@ -121,9 +121,47 @@ fn main() {
         .unwrap_or(20);
     // Shuttle's failures panic inside its threads; keep them quiet.
     std::panic::set_hook(Box::new(|_| {}));
+    if std::env::args().any(|a| a == "hits") {
+        // Which share of random-tail runs fails, by strategy.
+        for (name, program) in dst_example_concurrency::PROGRAMS {
+            let mut exec = InProcess::new(*program);
+            let mut runs = [0u32; 4];
+            let mut hits = [0u32; 4];
+            for seed in 1..=2000u64 {
+                let record = dst_kernel::Runner::run(&mut exec, &seed.to_le_bytes());
+                let strategy = record
+                    .decisions
+                    .iter()
+                    .find(|d| d.kind == dst::decision::Kind::Strategy as u8)
+                    .map_or(0, |d| (d.value % 4) as usize);
+                runs[strategy] += 1;
+                hits[strategy] += u32::from(record.signature().is_some());
+            }
+            println!(
+                "{name:<12} direct {}/{}  pct {}/{}  pos {}/{}  pos {}/{}",
+                hits[0], runs[0], hits[1], runs[1], hits[2], runs[2], hits[3], runs[3]
+            );
+        }
+        return;
+    }
+    if std::env::args().any(|a| a == "rates") {
+        // Schedules per second only.
+        for (i, (name, program)) in dst_example_concurrency::PROGRAMS.iter().enumerate() {
+            let (_, shuttle_program) = shuttle_ports::PROGRAMS[i];
+            let (d, s) = (
+                dst_rate(*program, 2000),
+                shuttle_rate(shuttle_program, 2000),
+            );
+            println!(
+                "{name:<12} dst {d:>8.0}/s  shuttle {s:>8.0}/s  ratio {:.2}",
+                d / s
+            );
+        }
+        return;
+    }
     const BUDGET: u64 = 20_000;
     println!(
-        "schedules to first bug, median over {seeds} seeds (found/seeds); budget {BUDGET}; schedules/s"
+        "schedules to first bug, median over {seeds} seeds (found/seeds); budget {BUDGET} (dst: and 15 s); schedules/s"
     );
     println!(
         "{:<12} {:>14} {:>14} {:>14} {:>10} {:>10} {:>7}",

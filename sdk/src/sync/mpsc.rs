@@ -165,22 +165,7 @@ impl<T> Receiver<T> {
     /// channel is empty.
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
-        let mut state = self.chan.lock();
-        loop {
-            if let Some(value) = state.queue.pop_front() {
-                drop(state);
-                self.chan.writable.notify_one();
-                return Ok(value);
-            }
-            if state.senders == 0 {
-                return Err(RecvError);
-            }
-            state = self
-                .chan
-                .readable
-                .wait(state)
-                .unwrap_or_else(|p| p.into_inner());
-        }
+        self.receive(None).map_err(|_| RecvError)
     }
 
     #[track_caller]
@@ -201,6 +186,11 @@ impl<T> Receiver<T> {
     /// else can run).
     #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.receive(Some(timeout))
+    }
+
+    #[track_caller]
+    fn receive(&self, timeout: Option<Duration>) -> Result<T, RecvTimeoutError> {
         let start = Instant::now();
         let mut state = self.chan.lock();
         loop {
@@ -212,6 +202,14 @@ impl<T> Receiver<T> {
             if state.senders == 0 {
                 return Err(RecvTimeoutError::Disconnected);
             }
+            let Some(timeout) = timeout else {
+                state = self
+                    .chan
+                    .readable
+                    .wait(state)
+                    .unwrap_or_else(|p| p.into_inner());
+                continue;
+            };
             let left = timeout.saturating_sub(start.elapsed());
             let (next, result) = self
                 .chan
