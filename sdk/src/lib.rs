@@ -55,6 +55,8 @@ pub mod runtime;
 #[doc(hidden)]
 pub mod sched;
 pub mod shm;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod sync;
 pub mod thread;
 
