@@ -1,7 +1,7 @@
 //! `dst`: the SDK that users put into their code for deterministic simulation
 //! testing.
 //!
-//! It has four parts:
+//! It has five parts:
 //! - **Assertions** (`assert_always!`, `assert_sometimes!`, ...): properties
 //!   checked in the code itself. Each macro site registers itself in a
 //!   link-time [`catalog`], so every property of a binary is known before any
@@ -18,6 +18,9 @@
 //!   decision (the scheduler is `sched`, shared with libdst's pthread
 //!   functions). Deadlocks, livelocks and threads that outlive the run are
 //!   the SDK's own properties ([`catalog::BUILTIN`]).
+//! - **Simulation** (`sim`, behind the `sim` feature): a cluster of nodes
+//!   in one thread, on an async runtime with virtual time, a network, disks
+//!   and a nemesis, every fault and task switch a decision.
 //!
 //! Under the process executor (another program exploring this one), the
 //! region is a shared-memory segment ([`shm`]), a [`forkserver`] forks a

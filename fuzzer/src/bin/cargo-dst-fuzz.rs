@@ -109,6 +109,27 @@ enum Cmd {
         #[command(flatten)]
         cmd: CmdArgs,
     },
+    /// Check a history of any system for linearizability: Jepsen logs (as
+    /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
+    /// histories) or JSON lines (see dst-oracles' `format` module). Exit
+    /// status 0 linearizable, 1 not (with the operations that cannot be
+    /// linearized together), 2 bad input (with the line at fault), 3 the
+    /// budget ran out.
+    Lincheck {
+        /// The sequential specification: register, kv, queue or set.
+        #[arg(long)]
+        model: dst_oracles::ModelName,
+        file: PathBuf,
+        /// jepsen, edn or jsonl (default: told from the content).
+        #[arg(long)]
+        format: Option<dst_oracles::Format>,
+        /// Give up (status 3) after this long (e.g. 10s).
+        #[arg(long, value_parser = dst_fuzz::cli::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print every assertion and fault site of a target, or of any binary
     /// linking libdst (when NAME is a path to a file: read from its
     /// dst_catalog section, without running it).
@@ -375,6 +396,13 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
             call(&name, &binary, &args)
         }
+        Cmd::Lincheck {
+            model,
+            file,
+            format,
+            timeout,
+            json,
+        } => lincheck(model, &file, format, timeout, json),
         Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
             let sites =
                 dst_executors::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
@@ -390,6 +418,27 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             call(&name, &binary, &args)
         }
     }
+}
+
+fn lincheck(
+    model: dst_oracles::ModelName,
+    file: &Path,
+    format: Option<dst_oracles::Format>,
+    timeout: Option<std::time::Duration>,
+    json: bool,
+) -> Result<i32, Failure> {
+    let mut options = dst_oracles::CheckOptions::default();
+    options.budget.timeout = timeout;
+    // Bad input is status 2, as the command's help says.
+    let report = dst_oracles::lincheck_file_with(model, file, format, &options)
+        .map_err(|e| (exit::USAGE, e.to_string()))?;
+    if json {
+        let text = serde_json::to_string(&report).map_err(|e| (exit::INTERNAL, e.to_string()))?;
+        println!("{text}");
+    } else {
+        println!("{report}");
+    }
+    Ok(report.exit_code())
 }
 
 /// The positional arguments of `replay` and `minimize`: `NAME FILE`, or

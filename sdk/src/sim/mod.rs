@@ -575,7 +575,7 @@ fn nemesis(w: &mut World) -> Vec<BoxFuture> {
 }
 
 /// Crashes `node` now (after the current task yields, if it runs there).
-/// Its tasks, memory and unsynced writes are lost until [`restart`].
+/// Its tasks, memory and unsynced writes are lost until [`restart_node`].
 pub fn crash_node(node: impl net::ToNode) {
     with(|w| {
         let node = net::resolve(w, &node);
