@@ -42,11 +42,15 @@ fn traffic() -> Observed {
 /// What one run of `traffic` saw: arrivals (sender, number) and stats.
 type Observed = (Vec<(String, u32)>, Stats);
 
-static OBSERVED: Mutex<Vec<Observed>> = Mutex::new(Vec::new());
+thread_local! {
+    // Per test thread: tests run in parallel, each with its own executor
+    // running bodies on its own thread.
+    static OBSERVED: RefCell<Vec<Observed>> = const { RefCell::new(Vec::new()) };
+}
 
 fn traffic_body() {
     let observed = traffic();
-    OBSERVED.lock().unwrap().push(observed);
+    OBSERVED.with(|o| o.borrow_mut().push(observed));
 }
 
 /// Runs `body` under the nominal input (outside an explorer, decisions
@@ -58,7 +62,9 @@ fn nominally(body: impl FnMut() + 'static) {
 }
 
 fn last_observed() -> Observed {
-    OBSERVED.lock().unwrap().pop().expect("the body ran")
+    OBSERVED
+        .with(|o| o.borrow_mut().pop())
+        .expect("the body ran")
 }
 
 #[test]
