@@ -120,7 +120,8 @@ enum Cmd {
         #[arg(long)]
         model: dst_oracles::ModelName,
         file: PathBuf,
-        /// jepsen, edn or jsonl (default: told from the content).
+        /// jepsen, kv (Porcupine's EDN key-value events) or jsonl (default:
+        /// told from the content).
         #[arg(long)]
         format: Option<dst_oracles::Format>,
         /// Give up (status 3) after this long (e.g. 10s).
