@@ -6,46 +6,10 @@
 //! (defaults: 5 explorer seeds per bug, 100,000 runs of the correct store)
 //! — see docs/benchmarks.md.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use dst_example_distributed::{Bug, simulate};
+use dst_example_distributed::{Bug, explore, simulate};
 use dst_executors::InProcess;
-use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
-
-/// One campaign; returns (executions, seconds, property) of the first
-/// finding, if any, and the campaign's executions and seconds.
-fn campaign(
-    bug: &'static str,
-    seed: u64,
-    runs: u64,
-    stop: bool,
-) -> (Option<(u64, f64, String)>, u64, f64) {
-    let dir = std::env::temp_dir().join(format!("dst-cluster-{bug}-{seed}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        name: format!("raft_{bug}"),
-        runs: Some(runs),
-        time: Some(Duration::from_secs(1800)),
-        seed,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(10),
-        status: false,
-        shrink_budget: 200,
-        stop_on_finding: stop,
-        reproduce: None,
-    };
-    let subject = InProcessSubject::new(move || simulate(Bug::from_name(bug)), options.timeout);
-    let summary = explore_here(subject, &options).expect("campaign");
-    let _ = std::fs::remove_dir_all(&dir);
-    let first = summary
-        .findings
-        .first()
-        .map(|f| (f.executions, f.seconds, f.signature.to_string()));
-    (first, summary.executions, summary.seconds)
-}
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -78,10 +42,10 @@ fn main() {
         let mut seconds = Vec::new();
         let mut property = String::new();
         for seed in 1..=seeds {
-            if let (Some((e, s, p)), _, _) = campaign(bug, seed, 100_000, true) {
-                executions.push(e as f64);
-                seconds.push(s);
-                property = p;
+            if let (Some(found), _, _) = explore(bug, seed, 100_000, true) {
+                executions.push(found.executions as f64);
+                seconds.push(found.seconds);
+                property = found.property;
             }
         }
         let found = executions.len();
@@ -96,12 +60,15 @@ fn main() {
         println!("| {bug} | {found}/{seeds} | {e} | {s} | {property} |");
     }
 
-    let (finding, executions, seconds) = campaign("none", 1, long_runs, false);
+    let (finding, executions, seconds) = explore("none", 1, long_runs, false);
     println!(
         "\ncorrect store: {executions} executions in {seconds:.0} s, {}",
         match finding {
             None => "no finding".to_string(),
-            Some((e, _, p)) => format!("FINDING at execution {e}: {p}"),
+            Some(found) => format!(
+                "FINDING at execution {}: {}",
+                found.executions, found.property
+            ),
         }
     );
 }

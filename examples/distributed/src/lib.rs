@@ -150,6 +150,57 @@ pub fn simulate(bug: Bug) {
     );
 }
 
+/// The first finding of an in-process campaign: executions, seconds,
+/// property and shrunk input.
+pub struct Found {
+    pub executions: u64,
+    pub seconds: f64,
+    pub property: String,
+    pub input: Vec<u8>,
+}
+
+/// Explores `bug` in this process with explorer seed `seed` for at most
+/// `runs` executions (stopping at the first finding if `stop`), in a fresh
+/// temporary folder; returns the first finding and the executions and
+/// seconds the campaign took. For the tests and the benchmark.
+pub fn explore(bug: &'static str, seed: u64, runs: u64, stop: bool) -> (Option<Found>, u64, f64) {
+    use dst_fuzz::explore::{Options, explore_here};
+    use dst_fuzz::subject::InProcessSubject;
+    // LibAFL's in-process executor hooks are per process: one campaign at
+    // a time.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!(
+        "dst-distributed-{bug}-{seed}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = Options {
+        name: format!("raft_{bug}"),
+        runs: Some(runs),
+        time: Some(Duration::from_secs(1800)),
+        seed,
+        corpus_dir: dir.join("corpus"),
+        findings_dir: dir.join("findings"),
+        campaign_file: dir.join("campaign.json"),
+        timeout: Duration::from_secs(10),
+        status: false,
+        shrink_budget: 200,
+        stop_on_finding: stop,
+        reproduce: None,
+    };
+    let subject = InProcessSubject::new(move || simulate(Bug::from_name(bug)), options.timeout);
+    let summary = explore_here(subject, &options).expect("the campaign runs");
+    let found = summary.findings.first().map(|f| Found {
+        executions: f.executions,
+        seconds: f.seconds,
+        property: f.signature.to_string(),
+        input: std::fs::read(f.path.join("input")).expect("the finding's input"),
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    (found, summary.executions, summary.seconds)
+}
+
 /// The name of client `c`.
 pub fn client_name(c: u32) -> String {
     format!("client{c}")

@@ -2,49 +2,13 @@
 //! fixed budget (fixed explorer seeds), and the correct store passes the same
 //! budget; the finding's run replays exactly.
 
-use std::time::Duration;
-
-use dst_example_distributed::{Bug, simulate};
+use dst_example_distributed::{Bug, explore, simulate};
 use dst_executors::{InProcess, Runner};
-use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
-
-/// Explores `bug` in-process; returns the executions to the first finding
-/// and its property, if any.
-fn explore(bug: &'static str, runs: u64, seed: u64) -> Option<(u64, String, Vec<u8>)> {
-    // LibAFL's in-process executor hooks are per process: one campaign at
-    // a time.
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = std::env::temp_dir().join(format!("dst-distributed-{bug}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        name: format!("raft_{bug}"),
-        runs: Some(runs),
-        time: Some(Duration::from_secs(600)),
-        seed,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(10),
-        status: false,
-        shrink_budget: 200,
-        stop_on_finding: true,
-        reproduce: None,
-    };
-    let subject = InProcessSubject::new(move || simulate(Bug::from_name(bug)), options.timeout);
-    let summary = explore_here(subject, &options).expect("the campaign runs");
-    let found = summary.findings.first().map(|f| {
-        let input = std::fs::read(f.path.join("input")).expect("the finding's input");
-        (f.executions, f.signature.to_string(), input)
-    });
-    let _ = std::fs::remove_dir_all(&dir);
-    found
-}
 
 fn finds(bug: &'static str, runs: u64, seed: u64, message: &str) {
-    let (executions, signature, input) =
-        explore(bug, runs, seed).unwrap_or_else(|| panic!("{bug}: no finding in {runs} runs"));
+    let (found, _, _) = explore(bug, seed, runs, true);
+    let found = found.unwrap_or_else(|| panic!("{bug}: no finding in {runs} runs"));
+    let (executions, signature, input) = (found.executions, found.property, found.input);
     println!("{bug}: found after {executions} executions: {signature}");
     assert!(signature.contains(message), "{bug}: {signature}");
     // The finding's input replays to the same failure, run after run.
