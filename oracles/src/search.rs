@@ -218,12 +218,25 @@ fn unlift(nodes: &mut [Node], e: u32) {
 }
 
 /// A set of operations: `[u64; W]` for partitions of up to `64 * W`
-/// operations, `Vec<u64>` beyond.
-pub(crate) trait BitSet: Clone + Eq {
+/// operations, `Vec<u64>` beyond. Both are words of bits; only how they
+/// are made differs.
+pub(crate) trait BitSet: Clone + Eq + AsRef<[u64]> + AsMut<[u64]> {
     fn empty(words: usize) -> Self;
-    fn insert(&mut self, i: usize);
-    fn remove(&mut self, i: usize);
-    fn contains(&self, i: usize) -> bool;
+
+    #[inline]
+    fn insert(&mut self, i: usize) {
+        self.as_mut()[i / 64] |= 1 << (i % 64);
+    }
+
+    #[inline]
+    fn remove(&mut self, i: usize) {
+        self.as_mut()[i / 64] &= !(1 << (i % 64));
+    }
+
+    #[inline]
+    fn contains(&self, i: usize) -> bool {
+        self.as_ref()[i / 64] & (1 << (i % 64)) != 0
+    }
 }
 
 impl<const W: usize> BitSet for [u64; W] {
@@ -231,41 +244,11 @@ impl<const W: usize> BitSet for [u64; W] {
         debug_assert!(words <= W);
         [0; W]
     }
-
-    #[inline]
-    fn insert(&mut self, i: usize) {
-        self[i / 64] |= 1 << (i % 64);
-    }
-
-    #[inline]
-    fn remove(&mut self, i: usize) {
-        self[i / 64] &= !(1 << (i % 64));
-    }
-
-    #[inline]
-    fn contains(&self, i: usize) -> bool {
-        self[i / 64] & (1 << (i % 64)) != 0
-    }
 }
 
 impl BitSet for Vec<u64> {
     fn empty(words: usize) -> Self {
         vec![0; words]
-    }
-
-    #[inline]
-    fn insert(&mut self, i: usize) {
-        self[i / 64] |= 1 << (i % 64);
-    }
-
-    #[inline]
-    fn remove(&mut self, i: usize) {
-        self[i / 64] &= !(1 << (i % 64));
-    }
-
-    #[inline]
-    fn contains(&self, i: usize) -> bool {
-        self[i / 64] & (1 << (i % 64)) != 0
     }
 }
 

@@ -149,7 +149,7 @@ impl std::error::Error for SimError {}
 
 enum Member {
     Server(world::Factory),
-    Client(Option<BoxFuture>),
+    Client(BoxFuture),
 }
 
 /// A simulated cluster, built up with [`Sim::server`] and [`Sim::client`]
@@ -210,7 +210,7 @@ impl Sim {
     {
         self.check_name(name);
         self.members
-            .push((name.into(), Member::Client(Some(Box::pin(future)))));
+            .push((name.into(), Member::Client(Box::pin(future))));
         self
     }
 
@@ -222,7 +222,7 @@ impl Sim {
             let node = NodeId(i as u32);
             let (factory, client) = match member {
                 Member::Server(factory) => (Some(factory), None),
-                Member::Client(future) => (None, future),
+                Member::Client(future) => (None, Some(future)),
             };
             world.nodes.push(Node {
                 name,
