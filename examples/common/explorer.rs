@@ -69,6 +69,16 @@ impl Campaign {
         (value, output.status.code().unwrap_or(-1))
     }
 
+    /// The messages of the summary's property table.
+    pub fn properties(&self) -> Vec<String> {
+        self.summary["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["message"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     /// The status of property `message` in the summary's table.
     pub fn status_of(&self, message: &str) -> String {
         self.summary["properties"]

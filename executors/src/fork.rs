@@ -226,4 +226,12 @@ impl<F: FnMut()> Executor for Forking<F> {
     fn set_flags(&mut self, flags: u64) {
         self.flags = flags;
     }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
 }

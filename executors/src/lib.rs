@@ -23,6 +23,8 @@ pub mod inprocess;
 pub mod process;
 pub mod symbolize;
 
+use std::time::Duration;
+
 use dst::catalog::SiteInfo;
 pub use dst_kernel::{RunRecord, Runner};
 pub use fork::Forking;
@@ -42,4 +44,16 @@ pub trait Executor: Runner {
     /// Sets region flags (`dst::region::FLAG_*`) for the following runs, e.g.
     /// `FLAG_TRACE_SITES` to have decision sites logged for `replay`.
     fn set_flags(&mut self, flags: u64);
+
+    /// The per-run time limit, for executors that enforce one (`None`: runs
+    /// are not timed, as in-process).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Changes the per-run time limit for the following runs (ignored by
+    /// executors that do not time runs).
+    fn set_timeout(&mut self, timeout: Duration) {
+        let _ = timeout;
+    }
 }

@@ -673,7 +673,10 @@ impl Process {
                 _ => (None, false),
             },
         };
-        if overwritten && !timed_out {
+        // A run that wrote over the header is reported as such whatever else
+        // it did afterwards (crash on the garbage, hang, exit): that write
+        // is the bug, and the same input does it again on replay.
+        if overwritten {
             let crash = Outcome::Crash {
                 cause: "region".into(),
                 message: "the target overwrote the region's header".into(),
@@ -702,5 +705,13 @@ impl Executor for Process {
 
     fn set_flags(&mut self, flags: u64) {
         self.flags = flags;
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
     }
 }

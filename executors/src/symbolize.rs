@@ -188,16 +188,44 @@ impl Symbolizer {
     }
 }
 
-/// A hash of the top frames (file and address within it, so independent of
-/// where the files were loaded), for deduplicating crashes.
+/// A hash of the top three frames, for deduplicating crashes: each frame's
+/// function name where the binary names it, else its file's name and the
+/// address within that file. So one crash hashes the same in every run,
+/// wherever the files were loaded, whatever the binary is called and from
+/// wherever it was built; a frame with no name at all (no symbol, no
+/// module) counts by its pc.
 pub fn stack_hash(frames: &[Frame]) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
+    let mut hash = Fnv32::new();
     for frame in frames.iter().take(3) {
-        let module = frame.module.as_deref().unwrap_or("?");
-        let address = frame.address.unwrap_or(frame.pc);
-        for byte in module.bytes().chain(address.to_le_bytes()) {
-            hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+        match (&frame.function, &frame.module, frame.address) {
+            (Some(function), _, _) => hash.write(function.as_bytes()),
+            (None, Some(module), Some(address)) => {
+                hash.write(module.as_bytes());
+                hash.write(&address.to_le_bytes());
+            }
+            _ => hash.write(&frame.pc.to_le_bytes()),
+        }
+        // A separator, so that frames cannot run into each other.
+        hash.write(&[0]);
+    }
+    hash.finish()
+}
+
+/// 32-bit FNV-1a.
+struct Fnv32(u32);
+
+impl Fnv32 {
+    fn new() -> Fnv32 {
+        Fnv32(0x811c_9dc5)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u32::from(byte)).wrapping_mul(0x0100_0193);
         }
     }
-    hash
+
+    fn finish(&self) -> u32 {
+        self.0
+    }
 }

@@ -40,7 +40,7 @@ use libafl_bolts::tuples::tuple_list;
 use crate::coverage;
 use crate::feedback::{
     self, CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
-    SolutionSignature, SpansFeedback,
+    SeenSignatures, SolutionSignature, SpansFeedback,
 };
 use crate::findings::{self, FindingSummary};
 use crate::mutators::{ChangeDecision, SpliceDecisions, ZeroDecisions};
@@ -525,13 +525,17 @@ where
                 executions: executions_before + seen_at,
                 seconds: started.elapsed().as_secs_f64(),
             };
-            let mut processed = Ok(None);
+            let mut processed = Ok(findings::Processed::Known);
+            let expected = signature
+                .as_ref()
+                .filter(|s| !feedback::is_process_death(s));
             exec.borrow_mut()
                 .with_replayer(signature.as_ref(), &mut |runner, cap| {
                     processed = findings::process(
                         &mut Dyn(runner),
                         &catalog,
                         &input,
+                        expected,
                         found,
                         &options.findings_dir,
                         &mut known_findings,
@@ -539,16 +543,29 @@ where
                         options.reproduce.as_ref(),
                     );
                 });
-            let processed = processed?;
-            if let Some(summary) = processed {
-                if options.status {
-                    eprintln!(
-                        "dst-fuzz: finding: {} -> {}",
-                        summary.signature,
-                        summary.path.display()
-                    );
+            match processed? {
+                findings::Processed::New(summary) => {
+                    if options.status {
+                        eprintln!(
+                            "dst-fuzz: finding: {} -> {}",
+                            summary.signature,
+                            summary.path.display()
+                        );
+                    }
+                    findings.push(summary);
                 }
-                findings.push(summary);
+                findings::Processed::Known => {}
+                findings::Processed::Unconfirmed => {
+                    // Not a finding after all: the next input that fails this
+                    // way is a solution again.
+                    if let Some(signature) = &signature {
+                        state
+                            .metadata_mut::<SeenSignatures>()
+                            .map_err(StoreError::libafl)?
+                            .seen
+                            .remove(&SolutionSignature::new(signature).signature);
+                    }
+                }
             }
         }
 

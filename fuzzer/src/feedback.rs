@@ -49,6 +49,22 @@ pub(crate) fn set_last_crash(crash: Option<Outcome>) {
     LAST_CRASH.with(|c| *c.borrow_mut() = crash);
 }
 
+/// The crash of a run that killed the explorer's own process (an in-process
+/// target): LibAFL's handler saw it die, but not of what.
+fn process_death() -> Outcome {
+    Outcome::Crash {
+        cause: "signal".to_string(),
+        message: "the target was killed by a signal".to_string(),
+        location: None,
+    }
+}
+
+/// Whether `signature` is that of [`process_death`]: it names no failure
+/// a replay could confirm (the replay in a forked child names the signal).
+pub(crate) fn is_process_death(signature: &Signature) -> bool {
+    process_death().signature().as_ref() == Some(signature)
+}
+
 /// The campaign, as state metadata (so restarting managers carry it over).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CampaignMeta {
@@ -164,14 +180,15 @@ impl<S: HasMetadata> Observer<BytesInput, S> for PropertyObserver {
     ) -> Result<(), Error> {
         let mut crash = LAST_CRASH.with(|c| c.borrow_mut().take());
         if crash.is_none() && *exit_kind == ExitKind::Crash {
-            crash = Some(Outcome::Crash {
-                cause: "signal".to_string(),
-                message: "the target was killed by a signal".to_string(),
-                location: None,
-            });
+            crash = Some(process_death());
         }
-        let record = RunRecord::summary(region(), crash, *exit_kind == ExitKind::Timeout);
         let meta = state.metadata_mut::<CampaignMeta>()?;
+        let record = RunRecord::summary(
+            region(),
+            crash,
+            *exit_kind == ExitKind::Timeout,
+            &meta.campaign.catalog,
+        );
         let novelty = meta.campaign.observe(input.as_ref(), &record);
         self.novel = !novelty.first_hit.is_empty()
             || !novelty.first_example.is_empty()

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use dst::catalog::SiteInfo;
 use dst::region::{Event, FLAG_TRACE_SITES};
 use dst_executors::Executor;
-use dst_kernel::{
-    Determinism, Outcome, RunRecord, Signature, bisect_prefix, check_determinism, shrink,
-};
+use dst_kernel::{Outcome, RunRecord, Runner, Signature, bisect_prefix, confirm, shrink};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -247,29 +245,84 @@ pub fn needs_fork(signature: &Signature) -> bool {
     }
 }
 
-/// Processes one failing input into a finding folder. Returns `None` when
-/// the input passes on replay or its signature already has a finding.
+/// What became of a failing input.
+#[derive(Debug)]
+pub enum Processed {
+    /// A new finding, written.
+    New(FindingSummary),
+    /// Its signature has a finding already (this campaign's, or another
+    /// client's).
+    Known,
+    /// No replay failed the way the explorer saw: not a finding (yet). The
+    /// caller forgets the signature, so the next input that fails that way
+    /// gets its own chance.
+    Unconfirmed,
+}
+
+/// A replayer for confirming a failure: a replay that times out although
+/// the failure being confirmed is not a timeout (a busy machine, not the
+/// target) is run once more with a generous limit, so that load cannot
+/// turn a crash or a failed assertion into a timeout.
+struct Patient<'a, E: Executor> {
+    runner: &'a mut E,
+    expected: Option<&'a Signature>,
+}
+
+/// The limit of a patient replay: ten times the run's, at least 10 s.
+fn patient_limit(timeout: std::time::Duration) -> std::time::Duration {
+    (timeout * 10).max(std::time::Duration::from_secs(10))
+}
+
+impl<E: Executor> Runner for Patient<'_, E> {
+    fn run(&mut self, input: &[u8]) -> RunRecord {
+        let record = self.runner.run(input);
+        let (Outcome::Timeout, Some(timeout)) = (&record.outcome, self.runner.timeout()) else {
+            return record;
+        };
+        if self.expected.is_none_or(|s| *s == Signature::Timeout) {
+            return record;
+        }
+        self.runner.set_timeout(patient_limit(timeout));
+        let again = self.runner.run(input);
+        self.runner.set_timeout(timeout);
+        again
+    }
+}
+
+/// Processes one failing input into a finding folder. `expected` is the
+/// failure the explorer saw (`None` when it could not name it, as when the
+/// target killed the explorer's process): it is the finding's signature if
+/// any of [`REPLAYS`] replays fails that way.
 #[allow(clippy::too_many_arguments)]
 pub fn process(
     runner: &mut impl Executor,
     catalog: &[SiteInfo],
     input: &[u8],
+    expected: Option<&Signature>,
     found: Found,
     dir: &Path,
     known: &mut BTreeSet<String>,
     shrink_budget: u64,
     reproduce: Option<&Value>,
-) -> Result<Option<FindingSummary>, StoreError> {
-    let (first, verdict) = check_determinism(runner, input, REPLAYS);
-    let Some(signature) = first.signature() else {
-        eprintln!("dst-fuzz: a failing input passed on replay; ignoring it (flaky target?)");
-        return Ok(None);
+) -> Result<Processed, StoreError> {
+    let confirmation = confirm(&mut Patient { runner, expected }, input, expected, REPLAYS);
+    let Some(signature) = confirmation
+        .signature
+        .clone()
+        .filter(|_| confirmation.reproduced > 0)
+    else {
+        let seen = expected.map_or("a failure".to_string(), |s| s.to_string());
+        eprintln!(
+            "dst-fuzz: {seen} did not come back in {REPLAYS} replays of its input; not reported (flaky target?)"
+        );
+        return Ok(Processed::Unconfirmed);
     };
     let name = slug(&signature);
     if known.contains(&name) {
-        return Ok(None);
+        return Ok(Processed::Known);
     }
-    let flaky = !matches!(verdict, Determinism::Stable { .. });
+    let flaky = !confirmation.is_stable();
+    let verdict = &confirmation.verdict;
     let (shrunk, shrink_runs) = if flaky {
         (input.to_vec(), 0)
     } else {
@@ -281,7 +334,13 @@ pub fn process(
     } else {
         bisect_prefix(runner, input, &signature)
     };
-    let record = traced_run(runner, &shrunk);
+    runner.set_flags(FLAG_TRACE_SITES);
+    let record = Patient {
+        runner: &mut *runner,
+        expected: Some(&signature),
+    }
+    .run(&shrunk);
+    runner.set_flags(0);
     let decisions = explain(&record);
     let faults_fired: Vec<&str> = decisions
         .iter()
@@ -293,6 +352,7 @@ pub fn process(
         "signature": signature,
         "flaky": flaky,
         "determinism": verdict,
+        "reproduced": { "replays": confirmation.runs, "failed": confirmation.reproduced },
         "found_at": { "executions": found.executions, "seconds": found.seconds },
         "input": {
             "original_len": input.len(),
@@ -352,12 +412,12 @@ pub fn process(
         if path.exists() {
             // Another client reported this signature first.
             known.insert(name);
-            return Ok(None);
+            return Ok(Processed::Known);
         }
         return Err(StoreError::Unwritable { path, source });
     }
     known.insert(name);
-    Ok(Some(FindingSummary {
+    Ok(Processed::New(FindingSummary {
         signature,
         path,
         executions: found.executions,

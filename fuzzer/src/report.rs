@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 /// (passing, failing, unfound) property counts.
 pub fn counts(campaign: &Campaign) -> (usize, usize, usize) {
     let mut c = (0, 0, 0);
-    for p in campaign.properties.values() {
+    for p in campaign.shown() {
         match p.status() {
             Status::Passing => c.0 += 1,
             Status::Failing => c.1 += 1,
@@ -31,8 +31,7 @@ fn status_name(status: Status) -> &'static str {
 pub fn json(campaign: &Campaign) -> Value {
     Value::Array(
         campaign
-            .properties
-            .values()
+            .shown()
             .map(|p| {
                 json!({
                     "kind": p.kind.name(),
@@ -59,7 +58,7 @@ pub fn text(campaign: &Campaign) -> String {
         "{:<8} {:<34} {:>9} {:>9} {:>9}  {}\n",
         "status", "kind", "hits", "held", "broke", "property"
     );
-    for p in campaign.properties.values() {
+    for p in campaign.shown() {
         let first = match (&p.first_counterexample, &p.first_example) {
             (Some(c), _) => format!("  counterexample {}", short_hex(c)),
             (None, Some(e)) => format!("  example {}", short_hex(e)),

@@ -59,6 +59,14 @@ impl Executor for Dyn<'_> {
     fn set_flags(&mut self, flags: u64) {
         self.0.set_flags(flags);
     }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.0.timeout()
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.0.set_timeout(timeout);
+    }
 }
 
 /// A closure using the SDK, run in this process; findings that crash the

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -193,6 +194,8 @@ fn the_lost_write_of_the_key_value_store_is_found_shrunk_and_replayed() {
     let table = String::from_utf8_lossy(&report.stdout);
     assert!(table.contains("failing"), "{table}");
     assert!(table.contains("\"the log was compacted\""), "{table}");
+    // The store has no threads: the SDK's thread properties are not listed.
+    assert!(!table.contains("dst: "), "{table}");
 }
 
 #[test]
@@ -341,4 +344,55 @@ fn a_rust_binary_using_only_dst_is_explored_with_its_catalog() {
         text.contains("the first decision is sometimes large"),
         "{text}"
     );
+}
+
+/// The input that takes path `path` of misbehave.c (its one decision).
+fn path_input(path: u8) -> Vec<u8> {
+    let mut input = vec![0; 8];
+    input.push(path);
+    input
+}
+
+#[test]
+fn one_crash_has_one_signature_and_every_scribble_is_reported() {
+    use dst_executors::{Process, Runner};
+    use dst_kernel::{Outcome, Signature};
+    // The same program built twice, under two names: a crash's signature
+    // depends on neither the run nor the binary's name.
+    let programs = [
+        build_c(&root().join("fuzzer/tests/c/misbehave.c"), "signature-a"),
+        build_c(&root().join("fuzzer/tests/c/misbehave.c"), "signature-b"),
+    ];
+    let mut signatures: Vec<(u8, Signature)> = Vec::new();
+    for program in &programs {
+        let mut exec = Process::new(program, &[], Duration::from_millis(300)).unwrap();
+        for round in 0..10 {
+            for path in [1, 2] {
+                let record = exec.run(&path_input(path));
+                signatures.push((path, record.signature().expect("a crash")));
+            }
+            // A scribble is a region finding every time: after a clean
+            // exit (path 5), and when the run then hangs past its limit
+            // (path 8) and is killed.
+            for path in [5, 8] {
+                let record = exec.run(&path_input(path));
+                assert!(
+                    matches!(&record.outcome, Outcome::Crash { cause, .. } if cause == "region"),
+                    "round {round}, path {path}: {:?}",
+                    record.outcome
+                );
+            }
+            // And the run after it is clean.
+            assert_eq!(exec.run(&path_input(0)).outcome, Outcome::Pass);
+        }
+    }
+    for path in [1, 2] {
+        let mut distinct: Vec<&Signature> = signatures
+            .iter()
+            .filter(|(p, _)| *p == path)
+            .map(|(_, s)| s)
+            .collect();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 1, "path {path}: {distinct:?}");
+    }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use dst::catalog::{Claim, Kind, Location, SiteInfo};
-use dst::region::{SITE_FALSE, SITE_TRUE};
+use dst::region::{SITE_FALSE, SITE_TRUE, STATUS_CONTROLLED};
 use serde::{Deserialize, Serialize};
 
 use crate::RunRecord;
@@ -110,6 +110,10 @@ pub struct Campaign {
     pub corpus: Vec<Vec<u8>>,
     /// Coverage map indices ever seen.
     pub edges: std::collections::BTreeSet<u32>,
+    /// Runs that used controlled threads or synchronization: the runs the
+    /// SDK's own properties watched.
+    #[serde(default)]
+    pub controlled_runs: u64,
 }
 
 /// Why a saved campaign could not be loaded or saved.
@@ -166,12 +170,16 @@ impl Campaign {
             properties,
             corpus: Vec::new(),
             edges: Default::default(),
+            controlled_runs: 0,
         }
     }
 
     /// Folds one run into the campaign and says what was new.
     pub fn observe(&mut self, input: &[u8], record: &RunRecord) -> Novelty {
         self.executions += 1;
+        if record.status & STATUS_CONTROLLED != 0 {
+            self.controlled_runs += 1;
+        }
         let mut novelty = Novelty::default();
         for &(edge, _) in &record.coverage {
             if self.edges.insert(edge) {
@@ -248,6 +256,7 @@ impl Campaign {
     /// are united.
     pub fn merge(&mut self, other: &Campaign) {
         self.executions += other.executions;
+        self.controlled_runs += other.controlled_runs;
         for (message, theirs) in &other.properties {
             let Some(ours) = self.properties.get_mut(message) else {
                 continue;
@@ -281,6 +290,18 @@ impl Campaign {
         self.properties
             .values()
             .filter(|p| p.status() != Status::Passing)
+    }
+
+    /// The properties to show a user: the target's own, and the SDK's
+    /// ([`dst::catalog::BUILTIN`]: deadlock, step bound, outliving threads)
+    /// only once a run used what they watch (controlled threads or
+    /// synchronization) or one of them was reached. A target without
+    /// threads would otherwise list them as passing, as if they were its own.
+    pub fn shown(&self) -> impl Iterator<Item = &Property> {
+        let watched = self.controlled_runs > 0;
+        self.properties
+            .values()
+            .filter(move |p| watched || p.hit_runs > 0 || !dst::catalog::is_builtin(&p.message))
     }
 
     /// Saves atomically: a temporary file beside `path`, synced, then renamed.

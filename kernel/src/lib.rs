@@ -22,7 +22,9 @@ pub mod shrink;
 
 pub use campaign::{Campaign, Novelty, Property, Status};
 pub use record::{Outcome, RunRecord, Signature, SiteRun};
-pub use replay::{Determinism, Divergence, check_determinism, first_divergence};
+pub use replay::{
+    Confirmation, Determinism, Divergence, check_determinism, confirm, first_divergence,
+};
 pub use shrink::{Shrunk, bisect_prefix, normalize, shortlex_less, shrink};
 
 /// Something that runs one input against a target and returns its record:

@@ -127,10 +127,17 @@ impl RunRecord {
         RunRecord::read_with(region, crash, timed_out, true, Some(catalog))
     }
 
-    /// Like [`RunRecord::read`], without the decision trace, coverage and
-    /// events: what the explorer needs after every execution, cheaply.
-    pub fn summary(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
-        RunRecord::read_with(region, crash, timed_out, false, None)
+    /// Like [`RunRecord::read_foreign`], without the decision trace,
+    /// coverage and events: what the explorer needs after every execution,
+    /// cheaply. `catalog` names a failing property as a full read would, so
+    /// that the signature seen here is the one a replay sees.
+    pub fn summary(
+        region: RegionRef,
+        crash: Option<Outcome>,
+        timed_out: bool,
+        catalog: &[dst::catalog::SiteInfo],
+    ) -> RunRecord {
+        RunRecord::read_with(region, crash, timed_out, false, Some(catalog))
     }
 
     fn read_with(

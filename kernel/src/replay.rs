@@ -3,7 +3,7 @@
 use dst::region::DecisionRecord;
 use serde::{Deserialize, Serialize};
 
-use crate::{RunRecord, Runner};
+use crate::{RunRecord, Runner, Signature};
 
 /// Where two runs of one input first differ.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,4 +100,77 @@ pub fn check_determinism(
         }
     }
     (first, Determinism::Stable { runs: times.max(1) })
+}
+
+/// What replaying a failing input showed: how often the failure came back,
+/// and whether the replays agreed with each other.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// The failure being confirmed: the one an explorer saw, or (when it saw
+    /// none it could name) the first replay's.
+    pub signature: Option<Signature>,
+    /// The first replay that failed with `signature`, else the first replay.
+    pub record: RunRecord,
+    /// Replays that failed with `signature`.
+    pub reproduced: u32,
+    pub runs: u32,
+    /// Every replay against the first: the same trace and outcome, or where
+    /// they parted.
+    pub verdict: Determinism,
+}
+
+impl Confirmation {
+    /// Every replay failed the expected way and agreed with the others.
+    pub fn is_stable(&self) -> bool {
+        self.reproduced == self.runs && matches!(self.verdict, Determinism::Stable { .. })
+    }
+}
+
+/// Replays `input` `times` times (at least once), counting the replays that
+/// fail with `expected` (or, when `None`, with the first replay's
+/// signature). Unlike [`check_determinism`], every replay is run, so a
+/// failure that a busy machine or a flaky target hides on some replays is
+/// still counted on the others.
+pub fn confirm(
+    runner: &mut impl Runner,
+    input: &[u8],
+    expected: Option<&Signature>,
+    times: u32,
+) -> Confirmation {
+    let runs = times.max(1);
+    let first = runner.run(input);
+    let signature = expected.cloned().or_else(|| first.signature());
+    let matches = |record: &RunRecord| signature.is_some() && record.signature() == signature;
+    let mut reproduced = u32::from(matches(&first));
+    let mut witness = matches(&first).then(|| first.clone());
+    let mut verdict = Determinism::Stable { runs };
+    for run in 2..=runs {
+        let again = runner.run(input);
+        if matches(&again) {
+            reproduced += 1;
+            if witness.is_none() {
+                witness = Some(again.clone());
+            }
+        }
+        let divergence = first_divergence(&first, &again);
+        let outcome_changed = first.outcome != again.outcome;
+        if matches!(verdict, Determinism::Stable { .. })
+            && (divergence.is_some() || outcome_changed)
+        {
+            verdict = Determinism::Diverged {
+                run,
+                divergence,
+                outcome_changed,
+            };
+        }
+    }
+    debug_assert!(reproduced <= runs);
+    debug_assert_eq!(witness.is_some(), reproduced > 0);
+    Confirmation {
+        signature,
+        record: witness.unwrap_or(first),
+        reproduced,
+        runs,
+        verdict,
+    }
 }

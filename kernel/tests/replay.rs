@@ -53,3 +53,51 @@ fn the_determinism_check_catches_a_clock_read() {
             .contains(&format!("decision #{}", divergence.index))
     );
 }
+
+/// Fails "odd" on every other run of this process, whatever the input: a
+/// flaky target.
+fn fails_every_other_run() {
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let odd = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 == 1;
+    dst::random::bool();
+    dst::assert_always!(!odd, "odd");
+}
+
+#[test]
+fn confirming_counts_every_replay_that_fails_the_expected_way() {
+    use dst_kernel::{Signature, confirm};
+    let odd = Signature::Property {
+        message: "odd".into(),
+    };
+    let mut exec = InProcess::new(fails_every_other_run);
+    // Replays 1..=5 of this process are runs 0..=4: runs 1 and 3 fail.
+    let confirmation = confirm(&mut exec, &[], Some(&odd), 5);
+    assert_eq!(confirmation.signature, Some(odd.clone()));
+    assert_eq!((confirmation.reproduced, confirmation.runs), (2, 5));
+    assert_eq!(confirmation.record.signature(), Some(odd.clone()));
+    assert!(!confirmation.is_stable());
+    assert!(matches!(
+        confirmation.verdict,
+        Determinism::Diverged {
+            run: 2,
+            outcome_changed: true,
+            ..
+        }
+    ));
+
+    // Expecting nothing in particular: the first replay's failure, if any.
+    // Runs 5 and 7 fail, run 6 passes.
+    let confirmation = confirm(&mut exec, &[], None, 3);
+    assert_eq!(confirmation.signature, Some(odd.clone()));
+    assert_eq!(confirmation.reproduced, 2);
+    // Runs 8 (passes, so nothing to confirm) and 9.
+    let confirmation = confirm(&mut exec, &[], None, 2);
+    assert_eq!((confirmation.signature, confirmation.reproduced), (None, 0));
+
+    // A failure a well-behaved target never shows is not confirmed.
+    let mut exec = InProcess::new(well_behaved);
+    let confirmation = confirm(&mut exec, &[], Some(&odd), 5);
+    assert_eq!(confirmation.reproduced, 0);
+    assert_eq!(confirmation.record.signature(), None);
+    assert_eq!(confirmation.verdict, Determinism::Stable { runs: 5 });
+}

@@ -235,6 +235,11 @@ pub static BUILTIN: [Site; 3] = [
     builtin("dst: a thread outlives the target body", 3),
 ];
 
+/// Whether `message` names one of the SDK's own properties ([`BUILTIN`]).
+pub fn is_builtin(message: &str) -> bool {
+    BUILTIN.iter().any(|site| site.message == message)
+}
+
 /// Indices into [`BUILTIN`].
 pub(crate) const DEADLOCK: usize = 0;
 pub(crate) const LIVELOCK: usize = 1;

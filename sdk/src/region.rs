@@ -46,6 +46,9 @@ pub const STATUS_SITES_OVERFLOW: u64 = 1;
 pub const STATUS_EVENTS_OVERFLOW: u64 = 2;
 /// Status bit: the input was longer than `input_capacity` and was truncated.
 pub const STATUS_INPUT_TRUNCATED: u64 = 4;
+/// Status bit: the run used controlled threads or synchronization, so the
+/// SDK's own properties ([`crate::catalog::BUILTIN`]) watched it.
+pub const STATUS_CONTROLLED: u64 = 8;
 
 /// The region's header, at offset 0.
 ///

@@ -168,6 +168,11 @@ pub(crate) fn attach_shared() -> bool {
     local().is_none() && !REGION.load(Ordering::Acquire).is_null()
 }
 
+/// Sets `STATUS_*` bits of the current run.
+pub(crate) fn set_status(bits: u64) {
+    region().header().status.fetch_or(bits, Ordering::Relaxed);
+}
+
 /// The current region, initializing local mode if nothing is attached.
 fn region() -> RegionRef {
     loop {

@@ -330,6 +330,7 @@ fn enter() -> Option<(Guard, usize)> {
         old.abort_all();
     }
     let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) + 1;
+    runtime::set_status(crate::region::STATUS_CONTROLLED);
     let site = here();
     *guard = Some(Sched {
         key,

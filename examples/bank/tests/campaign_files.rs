@@ -42,6 +42,15 @@ fn bank(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// The executions in the saved campaign, 0 while there is none.
+fn saved_executions(dir: &Path) -> u64 {
+    std::fs::read(dir.join("campaign.json"))
+        .ok()
+        .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+        .and_then(|value| value["executions"].as_u64())
+        .unwrap_or(0)
+}
+
 fn campaign_executions(dir: &Path) -> u64 {
     let text = std::fs::read(dir.join("campaign.json")).unwrap();
     let value: serde_json::Value = serde_json::from_slice(&text).unwrap();
@@ -89,8 +98,17 @@ fn a_killed_campaign_resumes() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Long enough for a few saves (once a second).
-    std::thread::sleep(Duration::from_millis(3500));
+    // Kill it once it has saved the campaign (it does once a second),
+    // however long that takes on a busy machine; the deadline is only a
+    // safety net.
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while saved_executions(&dir) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the campaign saved nothing in 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 

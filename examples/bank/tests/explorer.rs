@@ -21,6 +21,14 @@ fn the_explorer_finds_the_double_credit() {
         campaign.status_of("recovery from a crash mid-transfer"),
         "passing"
     );
+    // The bank has no controlled threads: the SDK's thread properties are
+    // not its own, and are not listed.
+    let properties = campaign.properties();
+    assert!(properties.contains(&"money is conserved".to_string()));
+    assert!(
+        properties.iter().all(|p| !p.starts_with("dst: ")),
+        "{properties:?}"
+    );
 }
 
 #[test]

@@ -115,6 +115,12 @@ fn replay_shows_the_schedule_of_a_deadlock() {
     );
     let message = "dst: deadlock (every live thread is blocked)";
     let record = explorer::check_finding(&campaign, message, 16);
+    // A threaded target: the SDK's properties watched it and are listed.
+    assert_eq!(campaign.status_of(message), "failing");
+    assert_eq!(
+        campaign.status_of("dst: a thread outlives the target body"),
+        "passing"
+    );
     let schedule = record["schedule"].as_array().expect("a schedule");
     assert!(
         schedule.iter().any(|s| !s["preempts"].is_null()),

@@ -44,7 +44,7 @@ static void leave_child(void) {
 }
 
 int main(void) {
-    switch (dst_random_below(8)) {
+    switch (dst_random_below(9)) {
     case 1: null_write(NULL); break;
     case 2: fail_hard(); break;
     case 3: spin(); break;
@@ -52,6 +52,7 @@ int main(void) {
     case 5: scribble(); break;
     case 6: leave_child(); break;
     case 7: DST_ALWAYS(0, "path seven is never taken", NULL); break;
+    case 8: scribble(); spin(); break;
     default: break;
     }
     DST_REACHABLE("main runs to its end", NULL);
