@@ -20,7 +20,15 @@ fn lib_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// Builds libdst, then the C ports, once per test process: the tests run in
+/// parallel, and one compiler writing the binary while another test runs it
+/// would hand that test a half-written file.
 fn build_sctbench() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build).clone()
+}
+
+fn build() -> PathBuf {
     let status = Command::new(env!("CARGO"))
         .args(["build", "--quiet", "-p", "dst-c"])
         .current_dir(root())
