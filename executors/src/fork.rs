@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use dst::catalog::SiteInfo;
-use dst::region::{Event, Header, Layout, RegionRef};
+use dst::region::{Event, Layout, Region, RegionRef};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
 use crate::Executor;
@@ -20,59 +20,11 @@ use crate::inprocess::{DECISION_COVERAGE, IN_RUN, LAST_PANIC, install_panic_hook
 /// Exit status of a child whose target panicked (its message is in the region).
 const PANICKED: i32 = 101;
 
-/// An anonymous shared mapping holding a region.
-struct SharedRegion {
-    base: *mut u8,
-    len: usize,
-    /// Validated once, at creation (see `process::Segment`).
-    view: RegionRef,
-}
-
-impl SharedRegion {
-    fn new(layout: Layout) -> SharedRegion {
-        let header = layout.header();
-        let len = header.total_size as usize;
-        // SAFETY: an anonymous shared mapping of `len` bytes; no file, no
-        // fixed address. The result is checked against MAP_FAILED.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert!(
-            base != libc::MAP_FAILED,
-            "cannot map {len} bytes of shared memory for the region: {}",
-            std::io::Error::last_os_error()
-        );
-        let base = base.cast::<u8>();
-        // SAFETY: the mapping is at least `size_of::<Header>()` bytes, page
-        // aligned, zeroed, and owned by us.
-        unsafe { base.cast::<Header>().write(header) };
-        // SAFETY: `base` maps `len` bytes until the region is dropped.
-        let view = unsafe { RegionRef::new(base, len) }.expect("a freshly written header is valid");
-        SharedRegion { base, len, view }
-    }
-
-    fn view(&self) -> RegionRef {
-        self.view
-    }
-}
-
-impl Drop for SharedRegion {
-    fn drop(&mut self) {
-        // SAFETY: `base`/`len` came from a successful mmap and are unmapped once.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
 /// Runs a closure that uses the `dst` SDK in a forked child per input.
 pub struct Forking<F> {
-    region: SharedRegion,
+    /// In an anonymous shared mapping, so that what the child's SDK writes
+    /// is what the parent reads.
+    region: Region,
     target: F,
     flags: u64,
     timeout: Duration,
@@ -82,40 +34,16 @@ impl<F: FnMut()> Forking<F> {
     pub fn new(target: F, timeout: Duration) -> Forking<F> {
         install_panic_hook();
         Forking {
-            region: SharedRegion::new(Layout {
+            region: Region::shared(Layout {
                 sites_capacity: dst::catalog::count().max(1),
                 coverage_size: DECISION_COVERAGE,
                 ..Layout::default()
-            }),
+            })
+            .unwrap_or_else(|e| panic!("cannot map shared memory for the region: {e}")),
             target,
             flags: 0,
             timeout,
         }
-    }
-
-    /// The child: attach, run, report a panic through the region, exit.
-    fn child(&mut self, view: RegionRef) -> ! {
-        // SAFETY: the shared mapping is valid in the child too (inherited).
-        let attached = unsafe { dst::attach(view.base(), view.header().total_size as usize) };
-        if attached.is_err() {
-            // SAFETY: `_exit` ends the child without running the parent's
-            // atexit handlers or flushing its buffers twice.
-            unsafe { libc::_exit(70) };
-        }
-        IN_RUN.with(|r| r.set(true));
-        let result = dst::thread::run_body(&mut self.target);
-        let code = match result {
-            Ok(()) => 0,
-            Err(_) => {
-                let (message, location) = LAST_PANIC
-                    .with(|p| p.borrow_mut().take())
-                    .unwrap_or_else(|| ("panic".to_string(), None));
-                view.push_event(&Event::Panic { message, location });
-                PANICKED
-            }
-        };
-        // SAFETY: as above.
-        unsafe { libc::_exit(code) }
     }
 
     /// Waits for `pid` up to the timeout; kills it past that. Returns the
@@ -144,6 +72,32 @@ impl<F: FnMut()> Forking<F> {
     }
 }
 
+/// The child: attach, run, report a panic through the region, exit.
+fn child(view: RegionRef<'_>, target: &mut impl FnMut()) -> ! {
+    // SAFETY: the shared mapping is valid in the child too (inherited),
+    // for the rest of its life (it ends in `_exit` below).
+    let attached = unsafe { dst::attach(view.base(), view.sections().total_size) };
+    if attached.is_err() {
+        // SAFETY: `_exit` ends the child without running the parent's
+        // atexit handlers or flushing its buffers twice.
+        unsafe { libc::_exit(70) };
+    }
+    IN_RUN.with(|r| r.set(true));
+    let result = dst::thread::run_body(target);
+    let code = match result {
+        Ok(()) => 0,
+        Err(_) => {
+            let (message, location) = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| ("panic".to_string(), None));
+            view.push_event(&Event::Panic { message, location });
+            PANICKED
+        }
+    };
+    // SAFETY: as above.
+    unsafe { libc::_exit(code) }
+}
+
 /// A signal's name, for crash signatures.
 pub(crate) fn signal_name(signal: i32) -> String {
     match signal {
@@ -170,7 +124,7 @@ impl<F: FnMut()> Runner for Forking<F> {
         // shared region, runs the target and calls `_exit`.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            self.child(view);
+            child(view, &mut self.target);
         }
         if pid < 0 {
             let crash = Outcome::Crash {

@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::{Mutex, Once};
 
 use dst::catalog::SiteInfo;
-use dst::region::{Layout, OwnedRegion, RegionRef};
+use dst::region::{Layout, Region, RegionRef};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
 use crate::Executor;
@@ -47,7 +47,7 @@ pub const DECISION_COVERAGE: usize = 1024;
 
 /// Runs a closure that uses the `dst` SDK, in this process.
 pub struct InProcess<F> {
-    region: OwnedRegion,
+    region: Region,
     target: F,
     flags: u64,
 }
@@ -68,7 +68,7 @@ impl<F: FnMut()> InProcess<F> {
     pub fn with_layout(target: F, layout: Layout) -> InProcess<F> {
         install_panic_hook();
         InProcess {
-            region: OwnedRegion::new(layout),
+            region: Region::new(layout),
             target,
             flags: 0,
         }
@@ -82,7 +82,7 @@ impl<F: FnMut()> InProcess<F> {
     }
 
     /// The region runs use; after a run it holds that run's outcome.
-    pub fn view(&self) -> RegionRef {
+    pub fn view(&self) -> RegionRef<'_> {
         self.region.view()
     }
 
@@ -93,7 +93,7 @@ impl<F: FnMut()> InProcess<F> {
         let view = self.region.view();
         view.reset(input, self.flags);
         if dst::runtime::attached() != view.base() {
-            let len = view.header().total_size as usize;
+            let len = view.sections().total_size;
             // SAFETY: the region is owned by `self`; it stays attached until
             // another executor attaches its own or `self` is dropped (which
             // detaches it), and the ATTACHED lock serializes runs.

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use dst::catalog::SiteInfo;
 use dst::forkserver::{CMD_RUN, DEFER_ENV, FORKSERVER_ENV, HELLO};
-use dst::region::{Header, Layout, RegionRef};
+use dst::region::{Header, Layout, Region, RegionRef};
 use dst::shm::{EXIT_BAD_REGION, REGION_ENV};
 use dst_kernel::{Outcome, RunRecord, Runner};
 
@@ -42,14 +42,12 @@ use crate::symbolize::{self, Symbolizer};
 /// time (`dst_fault` names).
 const SPARE_SITES: usize = 256;
 
-/// A named POSIX shared-memory segment holding a region.
+/// The region, in a named POSIX shared-memory segment.
 struct Segment {
     name: CString,
-    base: *mut u8,
-    len: usize,
     /// Validated once, at creation: later runs must not trust (or panic
     /// over) what a target may have scribbled on the header.
-    view: RegionRef,
+    region: Region,
     /// The header's layout fields as created, restored before each use.
     layout: Vec<u8>,
 }
@@ -65,72 +63,30 @@ impl Segment {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = CString::new(format!("/dst-region-{}-{n}", std::process::id()))
             .expect("no NUL in the name");
-        let header = layout.header();
-        let len = header.total_size as usize;
-        // SAFETY: a NUL-terminated name; O_EXCL makes the segment ours alone.
-        let fd = unsafe {
-            libc::shm_open(
-                name.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: sizing and mapping our own descriptor; results checked.
-        let base = unsafe {
-            if libc::ftruncate(fd, len as libc::off_t) != 0 {
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                libc::shm_unlink(name.as_ptr());
-                return Err(err);
-            }
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            );
-            libc::close(fd);
-            base
-        };
-        if base == libc::MAP_FAILED {
-            let err = std::io::Error::last_os_error();
-            // SAFETY: removing the segment we created.
-            unsafe { libc::shm_unlink(name.as_ptr()) };
-            return Err(err);
-        }
-        let base = base.cast::<u8>();
-        // SAFETY: the mapping holds `len >= size_of::<Header>()` zeroed bytes.
-        unsafe { base.cast::<Header>().write(header) };
-        // SAFETY: `base` maps `len` bytes until the segment is dropped.
-        let view = unsafe { RegionRef::new(base, len) }.expect("a freshly written header is valid");
-        // SAFETY: the header was just written; LAYOUT_BYTES is inside it.
-        let layout = unsafe { std::slice::from_raw_parts(base, LAYOUT_BYTES) }.to_vec();
+        let mut region = Region::create_segment(&name, layout)?;
+        let layout = region.bytes_mut()[..LAYOUT_BYTES].to_vec();
         Ok(Segment {
             name,
-            base,
-            len,
-            view,
+            region,
             layout,
         })
     }
 
-    /// The region, with its layout fields put back as created. Returns
-    /// whether they had been changed (by a target writing over them).
-    fn restore(&self) -> (RegionRef, bool) {
-        // SAFETY: the first LAYOUT_BYTES bytes of the mapping are the
-        // header's plain fields; no run is in progress (the run's processes
-        // are stopped or dead), so nothing else writes them now.
-        let current = unsafe { std::slice::from_raw_parts_mut(self.base, LAYOUT_BYTES) };
+    fn view(&self) -> RegionRef<'_> {
+        self.region.view()
+    }
+
+    /// Puts the header's layout fields back as created (a target may have
+    /// written over them); returns whether they had been changed.
+    fn restore(&mut self) -> bool {
+        // No run is in progress (the run's processes are stopped or dead),
+        // so nothing else writes the header now.
+        let current = &mut self.region.bytes_mut()[..LAYOUT_BYTES];
         let changed = current != self.layout.as_slice();
         if changed {
             current.copy_from_slice(&self.layout);
         }
-        (self.view, changed)
+        changed
     }
 }
 
@@ -158,16 +114,6 @@ fn remove_stale_segments() {
         if gone && let Ok(cname) = CString::new(format!("/{}", name.to_string_lossy())) {
             // SAFETY: removing a segment name; its owner is dead.
             unsafe { libc::shm_unlink(cname.as_ptr()) };
-        }
-    }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        // SAFETY: unmapping and unlinking what `create` made, once.
-        unsafe {
-            libc::munmap(self.base.cast(), self.len);
-            libc::shm_unlink(self.name.as_ptr());
         }
     }
 }
@@ -319,7 +265,7 @@ impl Process {
             ..Layout::default()
         })
         .map_err(|e| format!("cannot create a shared-memory segment for the region: {e}"))?;
-        let coverage_used = segment.view.header().coverage_size as usize;
+        let coverage_used = segment.view().sections().coverage_size;
         Ok(Process {
             program: program.to_path_buf(),
             args: args.to_vec(),
@@ -425,7 +371,8 @@ impl Process {
             });
         }
         // Before the reset of the first run: setup sees an empty input.
-        self.segment.restore().0.reset(&[], self.flags);
+        self.segment.restore();
+        self.segment.view().reset(&[], self.flags);
         let process = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
@@ -438,7 +385,7 @@ impl Process {
         };
         match read_word(&mut server.status, self.timeout.max(SERVER_START)) {
             Some(HELLO) => {
-                let size = self.segment.view.header().coverage_size as usize;
+                let size = self.segment.view().sections().coverage_size;
                 let extent = read_word(&mut server.status, SERVER_START).unwrap_or(0) as usize;
                 self.coverage_used = if extent == 0 || extent >= size {
                     size
@@ -544,8 +491,8 @@ impl Process {
     }
 
     /// The crash the handler recorded in the region, symbolized.
-    fn crash(&mut self, view: RegionRef, signal: i32) -> Outcome {
-        let header = view.header();
+    fn crash(&mut self, signal: i32) -> Outcome {
+        let header = self.segment.view().header();
         let recorded = header.crash_signal.load(Ordering::Acquire) as i32;
         let depth =
             (header.crash_depth.load(Ordering::Relaxed) as usize).min(dst::region::CRASH_FRAMES);
@@ -597,15 +544,15 @@ impl Process {
 impl Process {
     /// The region of the last run (its header restored if the run wrote
     /// over it).
-    pub fn view(&self) -> RegionRef {
-        self.segment.view
+    pub fn view(&self) -> RegionRef<'_> {
+        self.segment.view()
     }
 
     /// Starts the program (its fork server, or settles on one process per
     /// run) if that has not happened yet; runs do it themselves.
     pub fn start(&mut self) {
         if matches!(self.launch, Launch::Unknown) {
-            self.coverage_used = self.segment.view.header().coverage_size as usize;
+            self.coverage_used = self.segment.view().sections().coverage_size;
             // A fork server may lower `coverage_used` when it greets.
             self.launch = if self.use_server {
                 match self.start_server() {
@@ -622,7 +569,7 @@ impl Process {
     /// densely numbered edges (clang's trace-pc-guard) its fork server
     /// reported, after the decision window. Known after [`Process::start`].
     pub fn coverage(&self) -> (*mut u8, usize) {
-        (self.segment.view.coverage_ptr().0, self.coverage_used)
+        (self.segment.view().coverage_ptr().0, self.coverage_used)
     }
 
     /// Runs one input; returns the crash, if any, and whether the run timed
@@ -630,13 +577,15 @@ impl Process {
     /// fast path.
     pub fn execute(&mut self, input: &[u8]) -> (Option<Outcome>, bool) {
         self.start();
-        let (view, _) = self.segment.restore();
-        view.reset_covering(input, self.flags, self.coverage().1);
+        self.segment.restore();
+        self.segment
+            .view()
+            .reset_covering(input, self.flags, self.coverage_used);
         let ended = match self.launch {
             Launch::Server(_) => self.run_served(),
             _ => self.run_spawned(),
         };
-        let (view, overwritten) = self.segment.restore();
+        let overwritten = self.segment.restore();
         let (crash, timed_out) = match ended {
             Ended::Stopped => (None, false),
             Ended::TimedOut => (None, true),
@@ -661,7 +610,7 @@ impl Process {
                 )
             }
             Ended::Status(status) => match (status.signal(), status.code()) {
-                (Some(signal), _) => (Some(self.crash(view, signal)), false),
+                (Some(signal), _) => (Some(self.crash(signal)), false),
                 (None, Some(EXIT_BAD_REGION)) => (
                     Some(Outcome::Crash {
                         cause: "region".into(),

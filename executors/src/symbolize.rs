@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use dst::hash::Fnv32;
 use object::{Object, ObjectSegment};
 
 /// One executable file mapping of a process.
@@ -197,35 +198,15 @@ impl Symbolizer {
 pub fn stack_hash(frames: &[Frame]) -> u32 {
     let mut hash = Fnv32::new();
     for frame in frames.iter().take(3) {
-        match (&frame.function, &frame.module, frame.address) {
+        hash = match (&frame.function, &frame.module, frame.address) {
             (Some(function), _, _) => hash.write(function.as_bytes()),
             (None, Some(module), Some(address)) => {
-                hash.write(module.as_bytes());
-                hash.write(&address.to_le_bytes());
+                hash.write(module.as_bytes()).write(&address.to_le_bytes())
             }
             _ => hash.write(&frame.pc.to_le_bytes()),
-        }
+        };
         // A separator, so that frames cannot run into each other.
-        hash.write(&[0]);
+        hash = hash.write(&[0]);
     }
     hash.finish()
-}
-
-/// 32-bit FNV-1a.
-struct Fnv32(u32);
-
-impl Fnv32 {
-    fn new() -> Fnv32 {
-        Fnv32(0x811c_9dc5)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0 ^ u32::from(byte)).wrapping_mul(0x0100_0193);
-        }
-    }
-
-    fn finish(&self) -> u32 {
-        self.0
-    }
 }

@@ -110,20 +110,11 @@ fn dst_explorer(dir: &Path) -> f64 {
         dst::random::fill(&mut buf);
         black_box(branchy(&buf, |_| {}));
     };
-    let options = Options {
-        name: "throughput".into(),
-        runs: Some(EXECUTIONS),
-        time: None,
-        seed: 1,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(1),
-        status: false,
-        shrink_budget: 1000,
-        stop_on_finding: false,
-        reproduce: None,
-    };
+    let mut options = Options::new("throughput", dir);
+    options.runs = Some(EXECUTIONS);
+    options.seed = 1;
+    options.timeout = Duration::from_secs(1);
+    options.shrink_budget = 1000;
     let summary = explore_here(InProcessSubject::new(target, options.timeout), &options).unwrap();
     summary.executions as f64 / summary.seconds
 }

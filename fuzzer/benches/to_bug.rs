@@ -21,20 +21,13 @@ fn to_bug<F: FnMut() + 'static>(name: &str, make: impl Fn() -> F) {
         let dir =
             std::env::temp_dir().join(format!("dst-to-bug-{name}-{seed}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let options = Options {
-            name: name.into(),
-            runs: Some(5_000_000),
-            time: Some(Duration::from_secs(120)),
-            seed,
-            corpus_dir: dir.join("corpus"),
-            findings_dir: dir.join("findings"),
-            campaign_file: dir.join("campaign.json"),
-            timeout: Duration::from_secs(1),
-            status: false,
-            shrink_budget: 5000,
-            stop_on_finding: true,
-            reproduce: None,
-        };
+        let mut options = Options::new(name, &dir);
+        options.runs = Some(5_000_000);
+        options.time = Some(Duration::from_secs(120));
+        options.seed = seed;
+        options.timeout = Duration::from_secs(1);
+        options.shrink_budget = 5000;
+        options.stop_on_finding = true;
         let summary =
             explore_here(InProcessSubject::new(make(), options.timeout), &options).unwrap();
         match summary.findings.first() {

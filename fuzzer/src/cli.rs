@@ -10,7 +10,9 @@ use dst_executors::{Executor, Forking};
 use dst_kernel::{Campaign, Determinism, Outcome, check_determinism, shrink};
 use serde_json::json;
 
-use crate::explore::{Options, explore, explore_parallel};
+use crate::explore::{
+    DEFAULT_SHRINK_BUDGET, DEFAULT_TIMEOUT_MS, Options, explore, explore_parallel,
+};
 use crate::findings::{self, describe, explain, schedule, traced_run};
 use crate::store::{self, StoreError};
 use crate::subject::{InProcessSubject, Subject};
@@ -39,7 +41,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Per-run time limit in milliseconds.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
     },
     /// Shrink a failing input to a shortlex-minimal one with the same failure
@@ -50,10 +52,10 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Runs the shrinker may spend.
-        #[arg(long, default_value_t = 20_000)]
+        #[arg(long, default_value_t = DEFAULT_SHRINK_BUDGET)]
         budget: u64,
         /// Per-run time limit in milliseconds.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
     },
     /// Print the property table of the campaign.
@@ -82,7 +84,7 @@ struct FuzzArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Per-run time limit in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
     timeout_ms: u64,
     #[arg(long)]
     corpus: Option<PathBuf>,
@@ -97,7 +99,7 @@ struct FuzzArgs {
     #[arg(long)]
     quiet: bool,
     /// Runs the shrinker may spend per finding.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = DEFAULT_SHRINK_BUDGET)]
     shrink_budget: u64,
     /// Stop at the first finding (as libFuzzer does), instead of exploring on.
     #[arg(long)]

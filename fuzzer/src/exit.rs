@@ -1,4 +1,7 @@
-//! Exit statuses of `cargo dst-fuzz` and of target binaries, one per cause.
+//! Exit statuses of `cargo dst-fuzz` and of target binaries, one per cause,
+//! the same for every command (the README's table is this one). A target
+//! process that rejects its region exits with `dst::shm::EXIT_BAD_REGION`
+//! (86), which the explorer reports as a `region` crash.
 
 /// Nothing failed.
 pub const OK: i32 = 0;
@@ -16,5 +19,8 @@ pub const UNWRITABLE: i32 = 5;
 pub const SETUP_FAILED: i32 = 6;
 /// The target did not build.
 pub const BUILD_FAILED: i32 = 7;
+/// A check ran out of its budget before it reached a verdict (`lincheck
+/// --timeout`).
+pub const INCONCLUSIVE: i32 = 8;
 /// An internal error of the explorer.
 pub const INTERNAL: i32 = 70;

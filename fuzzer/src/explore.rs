@@ -79,6 +79,36 @@ pub struct Options {
     pub reproduce: Option<serde_json::Value>,
 }
 
+/// The per-run time limit unless one is given (`--timeout-ms`).
+pub const DEFAULT_TIMEOUT_MS: u64 = 1000;
+/// Runs the shrinker may spend per finding unless told (`--shrink-budget`).
+pub const DEFAULT_SHRINK_BUDGET: u64 = 20_000;
+
+impl Options {
+    /// A campaign named `name` keeping its corpus, findings and campaign
+    /// file in `dir` (`corpus/`, `findings/`, `campaign.json`), with the
+    /// defaults of the command line: no budget (set `runs` or `time`),
+    /// explorer seed 0, [`DEFAULT_TIMEOUT_MS`] per run,
+    /// [`DEFAULT_SHRINK_BUDGET`], no status lines, exploring on past
+    /// findings.
+    pub fn new(name: impl Into<String>, dir: &Path) -> Options {
+        Options {
+            name: name.into(),
+            runs: None,
+            time: None,
+            seed: 0,
+            corpus_dir: dir.join("corpus"),
+            findings_dir: dir.join("findings"),
+            campaign_file: dir.join("campaign.json"),
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            status: false,
+            shrink_budget: DEFAULT_SHRINK_BUDGET,
+            stop_on_finding: false,
+            reproduce: None,
+        }
+    }
+}
+
 /// What a campaign did.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -356,7 +386,9 @@ where
     let started = Instant::now();
     let exec = Rc::new(RefCell::new(subject));
     let catalog = exec.borrow().catalog();
-    feedback::set_region(exec.borrow().view());
+    // SAFETY: `exec` owns the region and outlives the guard, which is
+    // declared after it (so dropped before it) in this function.
+    let _region = unsafe { feedback::set_region(exec.borrow().view()) };
     let executions_before = campaign.executions;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;

@@ -29,16 +29,33 @@ use serde::{Deserialize, Serialize};
 
 thread_local! {
     /// The region the target runs against, set once by the explorer.
-    static REGION: RefCell<Option<RegionRef>> = const { RefCell::new(None) };
+    static REGION: RefCell<Option<RegionRef<'static>>> = const { RefCell::new(None) };
     /// The crash the harness caught in the last run, if any.
     static LAST_CRASH: RefCell<Option<Outcome>> = const { RefCell::new(None) };
 }
 
-pub(crate) fn set_region(region: RegionRef) {
+/// Makes `region` the one the observers read, until the returned guard is
+/// dropped.
+///
+/// # Safety
+/// The region must outlive the guard.
+pub(crate) unsafe fn set_region(region: RegionRef<'_>) -> RegionGuard {
+    // SAFETY: the caller keeps the region alive until the guard clears it.
+    let region = unsafe { region.unbounded() };
     REGION.with(|r| *r.borrow_mut() = Some(region));
+    RegionGuard
 }
 
-pub(crate) fn region() -> RegionRef {
+/// Clears the observers' region when dropped.
+pub(crate) struct RegionGuard;
+
+impl Drop for RegionGuard {
+    fn drop(&mut self) {
+        REGION.with(|r| *r.borrow_mut() = None);
+    }
+}
+
+pub(crate) fn region() -> RegionRef<'static> {
     REGION.with(|r| {
         r.borrow()
             .expect("the explorer sets the region before any run")
@@ -122,7 +139,7 @@ libafl_bolts::impl_serdeany!(DecisionSpans);
 
 impl DecisionSpans {
     /// The spans of the run that just ended in `region`.
-    pub fn of(region: RegionRef) -> DecisionSpans {
+    pub fn of(region: RegionRef<'_>) -> DecisionSpans {
         DecisionSpans {
             spans: region
                 .decisions()

@@ -61,7 +61,7 @@ pub fn slug(signature: &Signature) -> String {
     format!(
         "{}-{:08x}",
         name.trim_matches('-'),
-        store::fnv64(&key) as u32
+        dst::hash::fnv64(&key) as u32
     )
 }
 

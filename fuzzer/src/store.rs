@@ -51,13 +51,6 @@ impl StoreError {
     }
 }
 
-/// FNV-1a, 64 bits: stable names for corpus files.
-pub fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// Creates `dir` if needed and checks that files can be written in it.
 pub fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
     let unwritable = |source| StoreError::Unwritable {
@@ -123,7 +116,7 @@ pub fn save_corpus<S: HasCorpus<BytesInput>>(
             .cloned_input_for_id(id)
             .map_err(StoreError::libafl)?;
         let bytes = input.as_ref();
-        let path = dir.join(format!("{:016x}", fnv64(bytes)));
+        let path = dir.join(format!("{:016x}", dst::hash::fnv64(bytes)));
         if !path.exists() {
             write(&path, bytes)?;
         }

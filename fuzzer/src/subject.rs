@@ -21,7 +21,7 @@ pub trait Subject: 'static {
     /// out. The rest of the outcome is in [`Subject::view`].
     fn execute(&mut self, input: &[u8]) -> (Option<Outcome>, bool);
     /// The region of the last run.
-    fn view(&self) -> RegionRef;
+    fn view(&self) -> RegionRef<'_>;
     fn catalog(&self) -> Vec<SiteInfo>;
     /// The map observed as edge coverage.
     fn edges(&self) -> (*mut u8, usize);
@@ -90,7 +90,7 @@ impl<F: FnMut() + 'static> Subject for InProcessSubject<F> {
         (self.exec.run_raw(input), false)
     }
 
-    fn view(&self) -> RegionRef {
+    fn view(&self) -> RegionRef<'_> {
         self.exec.view()
     }
 
@@ -147,7 +147,7 @@ impl Subject for ProcessSubject {
         self.exec.execute(input)
     }
 
-    fn view(&self) -> RegionRef {
+    fn view(&self) -> RegionRef<'_> {
         self.exec.view()
     }
 

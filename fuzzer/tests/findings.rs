@@ -28,20 +28,12 @@ fn flaky_seven() {
 fn a_failure_that_did_not_replay_is_found_again_later() {
     let dir = std::env::temp_dir().join(format!("dst-findings-flaky-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        name: "flaky".into(),
-        runs: Some(100_000),
-        time: None,
-        seed: 4,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(10),
-        status: false,
-        shrink_budget: 1000,
-        stop_on_finding: true,
-        reproduce: None,
-    };
+    let mut options = Options::new("flaky", &dir);
+    options.runs = Some(100_000);
+    options.seed = 4;
+    options.timeout = Duration::from_secs(10);
+    options.shrink_budget = 1000;
+    options.stop_on_finding = true;
     let summary = explore_here(
         InProcessSubject::new(flaky_seven, options.timeout),
         &options,

@@ -1,4 +1,4 @@
-//! `cargo dst-fuzz lincheck`: the verdict as the exit status (0, 1, 2 for
+//! `cargo dst-fuzz lincheck`: the verdict as the exit status (0, 1, 4 for
 //! bad input with its line), on the Jepsen data in oracles/tests/data and on a JSON-lines
 //! history written here.
 
@@ -73,7 +73,7 @@ fn a_jsonl_history_is_checked_and_explained_as_json() {
 
     std::fs::write(&file, "{\"client\":1,\"type\":\"invoke\",\"f\":\"put\",\"key\":\"x\",\"value\":\"1\",\"time\":0}\n{\"client\":1,\"type\":\"done\"}\n").unwrap();
     let (code, _, stderr) = lincheck(&["--model", "kv"], &file);
-    assert_eq!(code, 2, "bad input: {stderr}");
+    assert_eq!(code, 4, "bad input: {stderr}");
     assert!(stderr.contains("line 2"), "names the line: {stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }

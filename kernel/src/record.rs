@@ -112,14 +112,14 @@ impl RunRecord {
     /// Reads the record of the run that just ended in `region`. `crash` is the
     /// executor's observation (a panic, a signal) and `timed_out` whether it
     /// cut the run short; an assertion failure is read from the region.
-    pub fn read(region: RegionRef, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
+    pub fn read(region: RegionRef<'_>, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
         RunRecord::read_with(region, crash, timed_out, true, None)
     }
 
     /// [`RunRecord::read`] for a target in another binary, whose catalog
     /// (read from its file) names the failing property.
     pub fn read_foreign(
-        region: RegionRef,
+        region: RegionRef<'_>,
         crash: Option<Outcome>,
         timed_out: bool,
         catalog: &[dst::catalog::SiteInfo],
@@ -132,7 +132,7 @@ impl RunRecord {
     /// cheaply. `catalog` names a failing property as a full read would, so
     /// that the signature seen here is the one a replay sees.
     pub fn summary(
-        region: RegionRef,
+        region: RegionRef<'_>,
         crash: Option<Outcome>,
         timed_out: bool,
         catalog: &[dst::catalog::SiteInfo],
@@ -141,7 +141,7 @@ impl RunRecord {
     }
 
     fn read_with(
-        region: RegionRef,
+        region: RegionRef<'_>,
         crash: Option<Outcome>,
         timed_out: bool,
         full: bool,
@@ -150,7 +150,7 @@ impl RunRecord {
         let h = region.header();
         let order = std::sync::atomic::Ordering::Acquire;
         let mut sites = Vec::new();
-        for index in 0..h.sites_capacity as usize {
+        for index in 0..region.sections().sites_capacity {
             let Some(state) = region.site(index) else {
                 break;
             };

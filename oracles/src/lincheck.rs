@@ -91,18 +91,6 @@ pub struct Report {
     pub verdict: Verdict,
 }
 
-impl Report {
-    /// The command's exit status: 0 linearizable, 1 not, 3 unknown (only
-    /// with a budget). Bad input (a [`LincheckError`]) is 2.
-    pub fn exit_code(&self) -> i32 {
-        match self.verdict {
-            Verdict::Linearizable => 0,
-            Verdict::Violation(_) => 1,
-            Verdict::Unknown => 3,
-        }
-    }
-}
-
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(

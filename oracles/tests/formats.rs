@@ -197,8 +197,12 @@ fn lincheck_file_reports_verdicts_and_bad_lines() {
     );
     let report = lincheck_file(ModelName::Register, &ok, None).unwrap();
     assert_eq!(
-        (report.exit_code(), report.operations, report.partitions),
-        (0, 2, 1)
+        (
+            report.verdict.is_linearizable(),
+            report.operations,
+            report.partitions
+        ),
+        (true, 2, 1)
     );
     assert!(
         report
@@ -214,7 +218,7 @@ fn lincheck_file_reports_verdicts_and_bad_lines() {
          {\"client\":2,\"type\":\"ok\",\"f\":\"read\",\"value\":2}\n",
     );
     let report = lincheck_file(ModelName::Register, &bad, Some(Format::Jsonl)).unwrap();
-    assert_eq!(report.exit_code(), 1);
+    assert!(report.verdict.is_violation());
     let text = report.to_string();
     assert!(
         text.contains("not linearizable") && text.contains("read() -> 2"),

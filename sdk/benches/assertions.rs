@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dst::region::{Layout, OwnedRegion};
+use dst::region::{Layout, Region};
 
 fn quiet(c: &mut Criterion) {
     // Local mode without DST_OUTPUT: a passing assertion is the fast path.
@@ -28,14 +28,14 @@ fn quiet(c: &mut Criterion) {
 
 fn attached(c: &mut Criterion) {
     // Under an explorer every evaluation is recorded in the region.
-    let region = OwnedRegion::new(Layout {
+    let region = Region::new(Layout {
         sites_capacity: dst::catalog::CATALOG.len(),
         ..Layout::default()
     });
     let view = region.view();
     view.reset(&7u64.to_le_bytes(), 0);
     // SAFETY: `region` outlives the benchmark; detached at the end.
-    unsafe { dst::attach(view.base(), view.header().total_size as usize) }.unwrap();
+    unsafe { dst::attach(view.base(), view.sections().total_size) }.unwrap();
     let mut g = c.benchmark_group("attached region");
     g.bench_function("assert_always! (recorded)", |b| {
         b.iter(|| dst::assert_always!(black_box(1u64) < 2, "recorded always"))

@@ -279,27 +279,11 @@ pub fn sites() -> Vec<SiteInfo> {
 
 /// A stable 32-bit id for a source location (FNV-1a), usable in `const`.
 pub const fn site_hash(file: &str, line: u32, column: u32) -> u32 {
-    let bytes = file.as_bytes();
-    let mut h: u32 = 0x811c_9dc5;
-    let mut i = 0;
-    while i < bytes.len() {
-        h ^= bytes[i] as u32;
-        h = h.wrapping_mul(0x0100_0193);
-        i += 1;
-    }
-    let tail = [line, column];
-    let mut j = 0;
-    while j < 2 {
-        let w = tail[j].to_le_bytes();
-        let mut k = 0;
-        while k < 4 {
-            h ^= w[k] as u32;
-            h = h.wrapping_mul(0x0100_0193);
-            k += 1;
-        }
-        j += 1;
-    }
-    h
+    crate::hash::Fnv32::new()
+        .write(file.as_bytes())
+        .write(&line.to_le_bytes())
+        .write(&column.to_le_bytes())
+        .finish()
 }
 
 /// Defines a catalog site for the enclosing macro expansion.

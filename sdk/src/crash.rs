@@ -28,7 +28,7 @@ const ALT_STACK: usize = 64 * 1024;
 /// Actions in place before ours, restored before the signal is re-delivered.
 static mut PREVIOUS: [Option<libc::sigaction>; 5] = [None; 5];
 /// The region the handler writes to.
-static mut REGION: Option<RegionRef> = None;
+static mut REGION: Option<RegionRef<'static>> = None;
 
 #[repr(C)]
 struct UnwindContext {
@@ -135,7 +135,7 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
 
 /// Installs the handler for `region` (once per process; later calls only
 /// change the region). The alternate stack is for the calling thread.
-pub(crate) fn install(region: RegionRef) {
+pub(crate) fn install(region: RegionRef<'static>) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: written before the handler exists (first call) or while no
     // signal is being handled (a later attach, between runs).

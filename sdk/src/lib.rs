@@ -27,6 +27,9 @@
 //! child per run (or loops in [`run`], persistent mode), and a crash handler
 //! records fatal signals with their stack.
 //!
+//! Ids and names that must be the same in every run and process (site ids,
+//! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a.
+//!
 //! Without an explorer the SDK runs in *local mode*: decisions come from
 //! `DST_SEED` (or a fresh seed, printed once to stderr) or from the bytes of
 //! `DST_INPUT`; failing assertions print one line to stderr (once per site);
@@ -51,6 +54,7 @@ pub mod catalog;
 mod crash;
 pub mod decision;
 pub mod forkserver;
+pub mod hash;
 pub mod lifecycle;
 pub mod random;
 pub mod region;

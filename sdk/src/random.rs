@@ -140,11 +140,7 @@ pub fn fill(buf: &mut [u8]) {
 }
 
 fn fill_as(kind: Kind, buf: &mut [u8], caller: &'static Location<'static>) {
-    decide(kind, DecisionSite::Caller(caller), buf, |b| {
-        b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
-            (h ^ u64::from(x)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
-    });
+    decide(kind, DecisionSite::Caller(caller), buf, crate::hash::fnv64);
 }
 
 /// A random number generator whose every output is a decision, for code that

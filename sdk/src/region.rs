@@ -21,8 +21,16 @@
 //!
 //! Every header field is validated by [`validate`] before anything is written:
 //! a wrong magic, version or size is a [`RegionError`], never an out-of-bounds
-//! write.
+//! write. The validated layout ([`Sections`]) is kept outside the region, so
+//! a target that later writes over the header cannot move a section.
+//!
+//! A [`Region`] owns region memory, whatever backs it (this process's heap,
+//! an anonymous shared mapping for forked children, a named shared-memory
+//! segment for another process, or memory a controller lent); every access
+//! goes through a [`RegionRef`] view borrowed from it, which the compiler
+//! keeps from outliving it.
 
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -291,13 +299,13 @@ impl Layout {
 }
 
 /// Initial value of `Header::trace_hash`.
-pub const TRACE_HASH_INIT: u64 = 0xcbf2_9ce4_8422_2325;
+pub const TRACE_HASH_INIT: u64 = crate::hash::FNV64_OFFSET;
 
 /// Folds one decision into a trace hash.
 pub fn trace_hash_step(hash: u64, kind: u8, site: u32, value: u64) -> u64 {
     let mut h = hash;
     for word in [u64::from(kind) << 32 | u64::from(site), value] {
-        h = (h ^ word).wrapping_mul(0x0000_0100_0000_01b3);
+        h = (h ^ word).wrapping_mul(crate::hash::FNV64_PRIME);
         h ^= h >> 29;
     }
     h
@@ -351,11 +359,31 @@ impl std::fmt::Display for RegionError {
 
 impl std::error::Error for RegionError {}
 
-/// Checks every header field of the region at `base` (`len` bytes mapped).
+/// A region's layout as validated: every section's offset and size, copied
+/// out of the header once. Views read these and never the header's layout
+/// fields again, so a target that writes over the header cannot move a
+/// section under the SDK or under the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sections {
+    pub total_size: usize,
+    pub input_offset: usize,
+    pub input_capacity: usize,
+    pub coverage_offset: usize,
+    pub coverage_size: usize,
+    pub sites_offset: usize,
+    pub sites_capacity: usize,
+    pub decisions_offset: usize,
+    pub decisions_capacity: usize,
+    pub events_offset: usize,
+    pub events_capacity: usize,
+}
+
+/// Checks every header field of the region at `base` (`len` bytes mapped)
+/// and returns its sections.
 ///
 /// # Safety
 /// `base` must be valid for reads of `len` bytes.
-pub unsafe fn validate(base: *const u8, len: usize) -> Result<&'static Header, RegionError> {
+pub unsafe fn validate(base: *const u8, len: usize) -> Result<Sections, RegionError> {
     if len < size_of::<Header>() {
         return Err(RegionError::TooSmall { len });
     }
@@ -422,49 +450,310 @@ pub unsafe fn validate(base: *const u8, len: usize) -> Result<&'static Header, R
             _ => return Err(RegionError::BadSection { name }),
         }
     }
-    Ok(header)
+    // Every offset and size is now at most `len`, so fits a usize.
+    Ok(Sections {
+        total_size: len,
+        input_offset: header.input_offset as usize,
+        input_capacity: header.input_capacity as usize,
+        coverage_offset: header.coverage_offset as usize,
+        coverage_size: header.coverage_size as usize,
+        sites_offset: header.sites_offset as usize,
+        sites_capacity: header.sites_capacity as usize,
+        decisions_offset: header.decisions_offset as usize,
+        decisions_capacity: header.decisions_capacity as usize,
+        events_offset: header.events_offset as usize,
+        events_capacity: header.events_capacity as usize,
+    })
 }
 
-/// A validated view of a region. Cheap to copy; all access goes through it.
-#[derive(Clone, Copy)]
-pub struct RegionRef {
+/// Where a region's memory comes from, and what dropping the region does.
+enum Backing {
+    /// This process's heap (local mode, in-process runs).
+    Heap(#[allow(dead_code)] Box<[u64]>),
+    /// A shared mapping of `len` bytes, unmapped on drop: anonymous (shared
+    /// with forked children), or of a named segment, which is also removed
+    /// when this value created it (`unlink`).
+    Mapping { len: usize, unlink: Option<CString> },
+    /// Memory this value does not own (a controller's, attached by the SDK).
+    Borrowed,
+}
+
+/// A region: its memory (one of several backings) and its validated
+/// sections. The only owner of region memory; everything else works on
+/// [`RegionRef`] views borrowed from it.
+pub struct Region {
     base: *mut u8,
-    header: &'static Header,
+    sections: Sections,
+    backing: Backing,
+}
+
+// SAFETY: a `Region` owns (or, `Borrowed`, is handed by its creator's
+// contract) memory that is only accessed through views, whose accesses the
+// region protocol serializes (see `RegionRef`'s Send/Sync justification).
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// A zeroed region with `layout` in this process's heap, reset for an
+    /// empty input.
+    pub fn new(layout: Layout) -> Region {
+        let words = layout.total_size().div_ceil(8);
+        let mut memory = vec![0u64; words].into_boxed_slice();
+        let base = memory.as_mut_ptr().cast::<u8>();
+        // SAFETY: `memory` holds `total_size` zeroed bytes, 8-aligned, owned
+        // by the region from now on.
+        unsafe { Region::init(base, layout, Backing::Heap(memory)) }
+    }
+
+    /// A zeroed region with `layout` in an anonymous shared mapping: what a
+    /// forked child writes there, its parent reads.
+    pub fn shared(layout: Layout) -> std::io::Result<Region> {
+        let len = layout.total_size();
+        // SAFETY: an anonymous shared mapping of `len` bytes; no file, no
+        // fixed address. The result is checked against MAP_FAILED.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let backing = Backing::Mapping { len, unlink: None };
+        // SAFETY: a fresh, zeroed, page-aligned mapping of `len` bytes.
+        Ok(unsafe { Region::init(base.cast(), layout, backing) })
+    }
+
+    /// A zeroed region with `layout` in a new POSIX shared-memory segment
+    /// called `name` (mode 0600; it must not exist yet), removed when the
+    /// region is dropped: how another process reaches it (see [`crate::shm`]).
+    pub fn create_segment(name: &CStr, layout: Layout) -> std::io::Result<Region> {
+        let len = layout.total_size();
+        // SAFETY: a NUL-terminated name; O_EXCL makes the segment ours alone.
+        let fd = unsafe {
+            libc::shm_open(
+                name.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: sizing and mapping our own descriptor; results checked;
+        // on failure the segment we created is removed.
+        let base = unsafe {
+            let base = if libc::ftruncate(fd, len as libc::off_t) == 0 {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            } else {
+                libc::MAP_FAILED
+            };
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if base == libc::MAP_FAILED {
+                libc::shm_unlink(name.as_ptr());
+                return Err(err);
+            }
+            base
+        };
+        let backing = Backing::Mapping {
+            len,
+            unlink: Some(name.to_owned()),
+        };
+        // SAFETY: a fresh, zeroed, page-aligned mapping of `len` bytes.
+        Ok(unsafe { Region::init(base.cast(), layout, backing) })
+    }
+
+    /// Maps the existing segment called `name` and validates it: the target
+    /// side of [`Region::create_segment`]. The segment stays; the mapping
+    /// goes with the region.
+    pub fn open_segment(name: &CStr) -> Result<Region, String> {
+        // SAFETY: a NUL-terminated name; the result is checked.
+        let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        // SAFETY: `stat` is plain data, filled by fstat on our own descriptor;
+        // then mapping `len` bytes of it, shared; the descriptor is closed
+        // either way and the mapping outlives it.
+        let (base, len) = unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut stat) != 0 {
+                let err = std::io::Error::last_os_error();
+                libc::close(fd);
+                return Err(err.to_string());
+            }
+            let len = stat.st_size as usize;
+            if len == 0 {
+                libc::close(fd);
+                return Err("the segment is empty".into());
+            }
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            );
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if base == libc::MAP_FAILED {
+                return Err(err.to_string());
+            }
+            (base.cast::<u8>(), len)
+        };
+        let backing = Backing::Mapping { len, unlink: None };
+        // SAFETY: `base` maps `len` readable and writable bytes, owned by the
+        // returned region (or unmapped by `Region`'s drop on failure).
+        unsafe { Region::adopt(base, len, backing) }.map_err(|e| e.to_string())
+    }
+
+    /// A region over memory someone else owns, validated.
+    ///
+    /// # Safety
+    /// `base` must be valid for reads and writes of `len` bytes for as long
+    /// as the returned region (and every view of it) is used.
+    pub unsafe fn borrowed(base: *mut u8, len: usize) -> Result<Region, RegionError> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Region::adopt(base, len, Backing::Borrowed) }
+    }
+
+    /// Validates the region at `base` and takes `backing` over (it is
+    /// released, by the drop of the failed region, if validation fails).
+    ///
+    /// # Safety
+    /// `base` must be valid for reads and writes of `len` bytes for as long
+    /// as `backing` keeps it.
+    unsafe fn adopt(base: *mut u8, len: usize, backing: Backing) -> Result<Region, RegionError> {
+        let mut region = Region {
+            base,
+            sections: EMPTY_SECTIONS,
+            backing,
+        };
+        // SAFETY: forwarded from this function's contract.
+        region.sections = unsafe { validate(base, len)? };
+        Ok(region)
+    }
+
+    /// Writes `layout`'s header at `base` and resets the region.
+    ///
+    /// # Safety
+    /// `base` is 8-aligned, valid for reads and writes of
+    /// `layout.total_size()` zeroed bytes, and kept by `backing`.
+    unsafe fn init(base: *mut u8, layout: Layout, backing: Backing) -> Region {
+        // SAFETY: the memory holds at least `size_of::<Header>()` bytes,
+        // aligned to 8 (the caller's contract).
+        unsafe { base.cast::<Header>().write(layout.header()) };
+        // SAFETY: as above; the header was just written.
+        let region = unsafe { Region::adopt(base, layout.total_size(), backing) }
+            .expect("a freshly written header is valid");
+        region.view().reset(&[], 0);
+        region
+    }
+
+    /// A view of the region, for as long as the region lives.
+    pub fn view(&self) -> RegionRef<'_> {
+        RegionRef {
+            base: self.base,
+            sections: &self.sections,
+        }
+    }
+
+    /// The raw bytes of the whole region (header included).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the region's memory holds `total_size` bytes; `&mut self`
+        // guarantees no view of it is used meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.sections.total_size) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if let Backing::Mapping { len, unlink } = &self.backing {
+            // SAFETY: unmapping what `shared`, `create_segment` or
+            // `open_segment` mapped, once; removing the segment this region
+            // created.
+            unsafe {
+                libc::munmap(self.base.cast(), *len);
+                if let Some(name) = unlink {
+                    libc::shm_unlink(name.as_ptr());
+                }
+            }
+        }
+    }
+}
+
+/// Sections of nothing: those of a region until it is validated.
+const EMPTY_SECTIONS: Sections = Sections {
+    total_size: 0,
+    input_offset: 0,
+    input_capacity: 0,
+    coverage_offset: 0,
+    coverage_size: 0,
+    sites_offset: 0,
+    sites_capacity: 0,
+    decisions_offset: 0,
+    decisions_capacity: 0,
+    events_offset: 0,
+    events_capacity: 0,
+};
+
+/// A view of a region, valid while the [`Region`] it was borrowed from
+/// lives. Cheap to copy; all access goes through it.
+#[derive(Clone, Copy)]
+pub struct RegionRef<'a> {
+    base: *mut u8,
+    sections: &'a Sections,
 }
 
 // SAFETY: a `RegionRef` only hands out shared references to atomics and to
 // byte ranges that the protocol gives to one side at a time (the controller
 // writes the input and resets fields between runs; the SDK writes during a
 // run under its own lock), so sharing it across threads is sound.
-unsafe impl Send for RegionRef {}
+unsafe impl Send for RegionRef<'_> {}
 // SAFETY: as above.
-unsafe impl Sync for RegionRef {}
+unsafe impl Sync for RegionRef<'_> {}
 
-impl RegionRef {
-    /// Validates the region at `base` and returns a view of it.
-    ///
-    /// # Safety
-    /// `base` must be valid for reads and writes of `len` bytes for as long as
-    /// the returned view (or a copy of it) is used.
-    pub unsafe fn new(base: *mut u8, len: usize) -> Result<RegionRef, RegionError> {
-        // SAFETY: forwarded from this function's contract.
-        let header = unsafe { validate(base, len)? };
-        Ok(RegionRef { base, header })
+impl<'a> RegionRef<'a> {
+    /// The header: its per-run fields (the layout fields may have been
+    /// written over by a target: read [`RegionRef::sections`] instead).
+    pub fn header(&self) -> &'a Header {
+        // SAFETY: the region's memory starts with a header, 8-aligned, valid
+        // for `'a`; every bit pattern is a valid `Header`.
+        unsafe { &*(self.base as *const Header) }
     }
 
-    /// A view of a region that `RegionRef::new` already validated.
+    /// This view, with a lifetime the caller vouches for: for holders that
+    /// the compiler cannot tie to the region (LibAFL's observers).
     ///
     /// # Safety
-    /// `base` must be the base of a region previously accepted by
-    /// [`RegionRef::new`] and still valid.
-    pub unsafe fn from_validated(base: *mut u8) -> RegionRef {
-        // SAFETY: the caller guarantees `base` holds a validated, live header.
-        let header = unsafe { &*(base as *const Header) };
-        RegionRef { base, header }
+    /// The region must outlive every use of the returned view.
+    pub unsafe fn unbounded<'b>(self) -> RegionRef<'b> {
+        RegionRef {
+            base: self.base,
+            // SAFETY: the caller's contract keeps the sections (inside the
+            // region) alive as long as the view is used.
+            sections: unsafe { &*std::ptr::from_ref(self.sections) },
+        }
     }
 
-    pub fn header(&self) -> &'static Header {
-        self.header
+    /// The layout, as validated when the region was made or attached.
+    pub fn sections(&self) -> &'a Sections {
+        self.sections
     }
 
     pub fn base(&self) -> *mut u8 {
@@ -472,33 +761,29 @@ impl RegionRef {
     }
 
     /// The input bytes of the current run.
-    pub fn input(&self) -> &[u8] {
-        let len = (self.header.input_len.load(Ordering::Acquire)).min(self.header.input_capacity);
+    pub fn input(&self) -> &'a [u8] {
+        let s = self.sections;
+        let len = (self.header().input_len.load(Ordering::Acquire) as usize).min(s.input_capacity);
         // SAFETY: `validate` checked that the input section lies inside the
         // region; `len` is clamped to its capacity.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.base.add(self.header.input_offset as usize),
-                len as usize,
-            )
-        }
+        unsafe { std::slice::from_raw_parts(self.base.add(s.input_offset), len) }
     }
 
     /// The coverage map, as raw pointer and length (written by instrumentation).
     pub fn coverage_ptr(&self) -> (*mut u8, usize) {
+        let s = self.sections;
         // SAFETY: `validate` checked the coverage section lies inside the region.
-        let ptr = unsafe { self.base.add(self.header.coverage_offset as usize) };
-        (ptr, self.header.coverage_size as usize)
+        let ptr = unsafe { self.base.add(s.coverage_offset) };
+        (ptr, s.coverage_size)
     }
 
     /// The state of site `index`, if it fits the table.
-    pub fn site(&self, index: usize) -> Option<&SiteState> {
-        if (index as u64) < self.header.sites_capacity {
+    pub fn site(&self, index: usize) -> Option<&'a SiteState> {
+        let s = self.sections;
+        if index < s.sites_capacity {
             // SAFETY: index is below the capacity `validate` checked; the section is
             // 8-aligned and `SiteState` has alignment 8; all bit patterns are valid.
-            Some(unsafe {
-                &*(self.base.add(self.header.sites_offset as usize) as *const SiteState).add(index)
-            })
+            Some(unsafe { &*(self.base.add(s.sites_offset) as *const SiteState).add(index) })
         } else {
             None
         }
@@ -506,15 +791,28 @@ impl RegionRef {
 
     /// Writes decision record `index` if it fits.
     pub fn put_decision(&self, index: u64, record: DecisionRecord) {
-        if index < self.header.decisions_capacity {
+        let s = self.sections;
+        if index < s.decisions_capacity as u64 {
             // SAFETY: index is below the checked capacity; the SDK writes each
             // index once per run, under its decision lock.
             unsafe {
-                let slot = (self.base.add(self.header.decisions_offset as usize)
-                    as *mut DecisionRecord)
-                    .add(index as usize);
+                let slot =
+                    (self.base.add(s.decisions_offset) as *mut DecisionRecord).add(index as usize);
                 slot.write(record);
             }
+        }
+    }
+
+    /// Adds one to coverage counter `slot` (wrapping).
+    #[inline]
+    fn bump(&self, slot: usize) {
+        let s = self.sections;
+        debug_assert!(slot < s.coverage_size, "counter {slot} outside the map");
+        // SAFETY: `slot < coverage_size` (every caller reduces it modulo a
+        // window no larger than the map), inside the validated section.
+        unsafe {
+            let counter = self.base.add(s.coverage_offset + slot);
+            counter.write(counter.read().wrapping_add(1));
         }
     }
 
@@ -523,7 +821,7 @@ impl RegionRef {
     /// values count exactly; larger ones by magnitude (bit length).
     #[inline]
     pub fn count_decision(&self, site: u32, value: u64) {
-        let size = self.header.coverage_size;
+        let size = self.sections.coverage_size as u64;
         if size == 0 {
             return;
         }
@@ -537,13 +835,7 @@ impl RegionRef {
         // numbered edges (trace-pc-guard) follow it.
         let window = decision_slots(size);
         let slot = (u64::from(site) ^ bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % window;
-        // SAFETY: `slot < coverage_size`, inside the validated coverage section.
-        unsafe {
-            let counter = self
-                .base
-                .add(self.header.coverage_offset as usize + slot as usize);
-            counter.write(counter.read().wrapping_add(1));
-        }
+        self.bump(slot as usize);
     }
 
     /// Counts a pair of conflicting operations in the order a controlled
@@ -552,7 +844,7 @@ impl RegionRef {
     /// new coverage. The pairs have their own quarter of the decision window.
     #[inline]
     pub fn count_interleaving(&self, first: u64, second: u64) {
-        let size = self.header.coverage_size;
+        let size = self.sections.coverage_size as u64;
         let window = size.min(DECISION_WINDOW);
         let slots = window - decision_slots(size);
         if slots == 0 {
@@ -560,29 +852,21 @@ impl RegionRef {
         }
         let hash = (first.rotate_left(17) ^ second).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         let slot = decision_slots(size) + hash % slots;
-        // SAFETY: `slot < window <= coverage_size`, inside the validated
-        // coverage section.
-        unsafe {
-            let counter = self
-                .base
-                .add(self.header.coverage_offset as usize + slot as usize);
-            counter.write(counter.read().wrapping_add(1));
-        }
+        debug_assert!(slot < window);
+        self.bump(slot as usize);
     }
 
     /// The decision records written in this run (at most the capacity).
-    pub fn decisions(&self) -> &[DecisionRecord] {
-        let n = self
-            .header
-            .decisions
-            .load(Ordering::Acquire)
-            .min(self.header.decisions_capacity);
+    pub fn decisions(&self) -> &'a [DecisionRecord] {
+        let s = self.sections;
+        let n =
+            (self.header().decisions.load(Ordering::Acquire) as usize).min(s.decisions_capacity);
         // SAFETY: the section is inside the region and 8-aligned; the first `n`
         // records were written in this run (or zeroed by reset).
         unsafe {
             std::slice::from_raw_parts(
-                self.base.add(self.header.decisions_offset as usize) as *const DecisionRecord,
-                n as usize,
+                self.base.add(s.decisions_offset) as *const DecisionRecord,
+                n,
             )
         }
     }
@@ -593,10 +877,13 @@ impl RegionRef {
         let Ok(bytes) = postcard::to_allocvec(event) else {
             return;
         };
-        let used = self.header.events_len.load(Ordering::Acquire);
-        let need = 4 + bytes.len() as u64;
-        if used + need > self.header.events_capacity {
-            self.header
+        let s = self.sections;
+        let header = self.header();
+        // A target may have written anything here: clamp it.
+        let used = (header.events_len.load(Ordering::Acquire) as usize).min(s.events_capacity);
+        let need = 4 + bytes.len();
+        if used + need > s.events_capacity {
+            header
                 .status
                 .fetch_or(STATUS_EVENTS_OVERFLOW, Ordering::Relaxed);
             return;
@@ -604,27 +891,23 @@ impl RegionRef {
         // SAFETY: `used + need <= events_capacity`, so the write stays in the
         // event section, which `validate` checked.
         unsafe {
-            let at = self
-                .base
-                .add(self.header.events_offset as usize + used as usize);
+            let at = self.base.add(s.events_offset + used);
             at.copy_from_nonoverlapping((bytes.len() as u32).to_le_bytes().as_ptr(), 4);
             at.add(4)
                 .copy_from_nonoverlapping(bytes.as_ptr(), bytes.len());
         }
-        self.header.events_len.store(used + need, Ordering::Release);
+        header
+            .events_len
+            .store((used + need) as u64, Ordering::Release);
     }
 
     /// Decodes the event log. A malformed record ends the list.
     pub fn events(&self) -> Vec<Event> {
-        let used = self
-            .header
-            .events_len
-            .load(Ordering::Acquire)
-            .min(self.header.events_capacity) as usize;
+        let s = self.sections;
+        let used =
+            (self.header().events_len.load(Ordering::Acquire) as usize).min(s.events_capacity);
         // SAFETY: the first `used` bytes of the event section are inside the region.
-        let log = unsafe {
-            std::slice::from_raw_parts(self.base.add(self.header.events_offset as usize), used)
-        };
+        let log = unsafe { std::slice::from_raw_parts(self.base.add(s.events_offset), used) };
         let mut out = Vec::new();
         let mut at = 0;
         while at + 4 <= log.len() {
@@ -645,24 +928,25 @@ impl RegionRef {
     /// clears per-run fields, coverage, site states, decisions and events.
     /// Called by the controller between runs, never during one.
     pub fn reset(&self, input: &[u8], flags: u64) {
-        self.reset_covering(input, flags, self.header.coverage_size as usize);
+        self.reset_covering(input, flags, self.sections.coverage_size);
     }
 
     /// [`RegionRef::reset`], clearing only the first `coverage` bytes of the
     /// coverage map (the part a target is known to use).
     pub fn reset_covering(&self, input: &[u8], flags: u64, coverage: usize) {
-        let h = self.header;
-        let len = input.len().min(h.input_capacity as usize);
+        let s = self.sections;
+        let h = self.header();
+        let len = input.len().min(s.input_capacity);
         // SAFETY: all writes stay within sections `validate` checked; no run is
         // in progress, so nothing else accesses these bytes.
         unsafe {
-            let input_at = self.base.add(h.input_offset as usize);
+            let input_at = self.base.add(s.input_offset);
             input_at.copy_from_nonoverlapping(input.as_ptr(), len);
             self.base
-                .add(h.coverage_offset as usize)
-                .write_bytes(0, coverage.min(h.coverage_size as usize));
-            let sites = self.base.add(h.sites_offset as usize) as *mut SiteState;
-            for i in 0..h.sites_capacity as usize {
+                .add(s.coverage_offset)
+                .write_bytes(0, coverage.min(s.coverage_size));
+            let sites = self.base.add(s.sites_offset) as *mut SiteState;
+            for i in 0..s.sites_capacity {
                 sites.add(i).write(SiteState {
                     guidance: AtomicU64::new(f64::INFINITY.to_bits()),
                     ..SiteState::default()
@@ -686,46 +970,5 @@ impl RegionRef {
         h.crash_address.store(0, Ordering::Relaxed);
         h.crash_depth.store(0, Ordering::Relaxed);
         h.run_id.fetch_add(1, Ordering::Release);
-    }
-}
-
-/// A region in this process's heap: what the SDK uses in local mode and the
-/// kernel uses for in-process runs.
-pub struct OwnedRegion {
-    memory: Box<[u64]>,
-    view: RegionRef,
-}
-
-// SAFETY: the view points into `memory`, which the `OwnedRegion` owns; see
-// `RegionRef`'s Send/Sync justification.
-unsafe impl Send for OwnedRegion {}
-
-impl OwnedRegion {
-    /// Allocates a zeroed region with `layout` and writes its header.
-    pub fn new(layout: Layout) -> OwnedRegion {
-        let header = layout.header();
-        let words = (header.total_size as usize).div_ceil(8);
-        let mut memory = vec![0u64; words].into_boxed_slice();
-        let base = memory.as_mut_ptr() as *mut u8;
-        // SAFETY: `memory` holds at least `size_of::<Header>()` bytes, aligned to 8.
-        unsafe { (base as *mut Header).write(header) };
-        // SAFETY: `base` points at `total_size` bytes owned by `memory`, which
-        // lives as long as the returned value; the header was just written.
-        let view = unsafe { RegionRef::new(base, layout.total_size()) }
-            .expect("a freshly written header is valid");
-        view.reset(&[], 0);
-        OwnedRegion { memory, view }
-    }
-
-    pub fn view(&self) -> RegionRef {
-        self.view
-    }
-
-    /// The raw bytes of the whole region (header included).
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        let len = self.memory.len() * 8;
-        // SAFETY: `memory` holds exactly `len` bytes; `&mut self` guarantees
-        // no other reference into it is used meanwhile.
-        unsafe { std::slice::from_raw_parts_mut(self.memory.as_mut_ptr() as *mut u8, len) }
     }
 }

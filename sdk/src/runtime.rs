@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use crate::catalog::{self, Site};
 use crate::decision::{self, Stream};
 use crate::region::{
-    self, DecisionRecord, Event, FLAG_TRACE_SITES, Layout, OwnedRegion, RegionError, RegionRef,
+    self, DecisionRecord, Event, FLAG_TRACE_SITES, Layout, Region, RegionError, RegionRef,
     SITE_FALSE, SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
 };
 
@@ -26,7 +26,11 @@ const RECORDING: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(UNINIT);
 /// Base of the current, validated region; null when none.
-static REGION: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+/// The current region: null, or a `Region` leaked by [`attach`], by the
+/// shared-memory attach or by local mode, never freed (a view of it may be
+/// in use on another thread), so its views are `'static`. One small
+/// allocation per region attached.
+static REGION: AtomicPtr<Region> = AtomicPtr::new(std::ptr::null_mut());
 static ABORT_ON_FAILURE: AtomicBool = AtomicBool::new(false);
 static INNER: Mutex<Inner> = Mutex::new(Inner {
     stream: None,
@@ -40,7 +44,7 @@ struct Inner {
 }
 
 struct Local {
-    region: RegionRef,
+    region: &'static Region,
     output: Option<Mutex<File>>,
     trace: bool,
     /// The input came from `DST_INPUT` or `DST_SEED`: a replay, so threads
@@ -70,14 +74,19 @@ pub fn __quiet() -> bool {
 /// between runs).
 pub unsafe fn attach(base: *mut u8, len: usize) -> Result<(), RegionError> {
     // SAFETY: forwarded from this function's contract.
-    let view = unsafe { RegionRef::new(base, len)? };
+    let region = unsafe { Region::borrowed(base, len)? };
+    install(Box::leak(Box::new(region)));
+    Ok(())
+}
+
+/// Makes `region` the current one, in recording mode.
+fn install(region: &'static Region) {
     let mut inner = inner();
     inner.stream = None;
-    REGION.store(view.base(), Ordering::Release);
+    REGION.store(std::ptr::from_ref(region).cast_mut(), Ordering::Release);
     ABORT_ON_FAILURE.store(abort_on_failure(), Ordering::Relaxed);
     WHOLE_PROCESS.store(false, Ordering::Relaxed);
     MODE.store(RECORDING, Ordering::Release);
-    Ok(())
 }
 
 /// The run is the whole process (a region shared with an explorer in
@@ -101,11 +110,19 @@ pub(crate) fn whole_process() -> bool {
 
 /// The base of the region a controller attached, if any.
 pub fn attached() -> *mut u8 {
-    if MODE.load(Ordering::Acquire) == RECORDING && local().is_none() {
-        REGION.load(Ordering::Acquire)
-    } else {
-        std::ptr::null_mut()
+    match current() {
+        Some(region) if MODE.load(Ordering::Acquire) == RECORDING && local().is_none() => {
+            region.base()
+        }
+        _ => std::ptr::null_mut(),
     }
+}
+
+/// The current region, if there is one (no local mode is started).
+fn current() -> Option<RegionRef<'static>> {
+    let region = REGION.load(Ordering::Acquire);
+    // SAFETY: REGION holds null or a leaked, never freed `Region` (see there).
+    (!region.is_null()).then(|| unsafe { &*region }.view())
 }
 
 /// `DST_ABORT_ON_FAILURE`, read once per process.
@@ -173,17 +190,14 @@ pub(crate) fn set_status(bits: u64) {
     region().header().status.fetch_or(bits, Ordering::Relaxed);
 }
 
-/// The current region, initializing local mode if nothing is attached.
-fn region() -> RegionRef {
+/// The current region, initializing the SDK (a shared segment, else local
+/// mode) if nothing is attached.
+fn region() -> RegionRef<'static> {
     loop {
-        let base = REGION.load(Ordering::Acquire);
-        if !base.is_null() {
-            // SAFETY: REGION only ever holds the base of a region that was
-            // validated by `RegionRef::new` and is still alive (attach's
-            // contract, or local mode's leaked region).
-            return unsafe { RegionRef::from_validated(base) };
+        if let Some(region) = current() {
+            return region;
         }
-        init_local();
+        init();
     }
 }
 
@@ -191,12 +205,12 @@ fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Sets up local mode from the environment (once per process), unless an
-/// explorer's process executor named a shared region in `DST_REGION`.
-fn init_local() {
+/// The SDK's one initialization, on its first call with nothing attached:
+/// the segment an explorer's process executor named in `DST_REGION` (once
+/// per process), else local mode from the environment.
+fn init() {
     static SHARED: OnceLock<bool> = OnceLock::new();
-    if *SHARED.get_or_init(crate::shm::attach_from_env) && !REGION.load(Ordering::Acquire).is_null()
-    {
+    if *SHARED.get_or_init(attach_segment) && !REGION.load(Ordering::Acquire).is_null() {
         return;
     }
     let local = LOCAL.get_or_init(|| {
@@ -210,9 +224,8 @@ fn init_local() {
             decisions_capacity: 1 << 16,
             events_capacity: 1 << 16,
         };
-        let owned: &'static OwnedRegion = Box::leak(Box::new(OwnedRegion::new(layout)));
-        let region = owned.view();
-        region.reset(&input, 0);
+        let region: &'static Region = Box::leak(Box::new(Region::new(layout)));
+        region.view().reset(&input, 0);
         let output = std::env::var_os("DST_OUTPUT").and_then(|path| match File::create(&path) {
             Ok(file) => Some(Mutex::new(file)),
             Err(err) => {
@@ -244,7 +257,10 @@ fn init_local() {
     ABORT_ON_FAILURE.store(abort_on_failure(), Ordering::Relaxed);
     let _guard = inner();
     if REGION.load(Ordering::Acquire).is_null() {
-        REGION.store(local.region.base(), Ordering::Release);
+        REGION.store(
+            std::ptr::from_ref(local.region).cast_mut(),
+            Ordering::Release,
+        );
         let mode = if local.output.is_some() {
             RECORDING
         } else {
@@ -252,6 +268,20 @@ fn init_local() {
         };
         MODE.store(mode, Ordering::Release);
     }
+}
+
+/// Attaches the segment named in `DST_REGION`, if the variable is set, and
+/// installs the crash handler for it; returns whether it did. An unusable
+/// segment ends the process (`shm::open_from_env`).
+fn attach_segment() -> bool {
+    let Some(region) = crate::shm::open_from_env() else {
+        return false;
+    };
+    let region: &'static Region = Box::leak(Box::new(region));
+    install(region);
+    set_whole_process();
+    crate::crash::install(region.view());
+    true
 }
 
 /// Whether local mode's input is chosen by the user (`DST_INPUT`, `DST_SEED`).
@@ -272,14 +302,12 @@ pub(crate) fn control_key() -> Option<(usize, u64)> {
         }
         let _ = region();
     }
-    let base = REGION.load(Ordering::Acquire);
-    if base.is_null() || local().is_some_and(|l| !l.explicit) {
+    let region = current()?;
+    if local().is_some_and(|l| !l.explicit) {
         return None;
     }
-    // SAFETY: as in `region`: REGION holds a validated, live region.
-    let region = unsafe { RegionRef::from_validated(base) };
     Some((
-        base as usize,
+        region.base() as usize,
         region.header().run_id.load(Ordering::Acquire),
     ))
 }
@@ -287,22 +315,17 @@ pub(crate) fn control_key() -> Option<(usize, u64)> {
 /// Counts an observed pair of conflicting operations (interleaving
 /// coverage; see [`RegionRef::count_interleaving`]).
 pub(crate) fn count_interleaving(first: u64, second: u64) {
-    let base = REGION.load(Ordering::Acquire);
-    if !base.is_null() {
-        // SAFETY: as in `region`.
-        unsafe { RegionRef::from_validated(base) }.count_interleaving(first, second);
+    if let Some(region) = current() {
+        region.count_interleaving(first, second);
     }
 }
 
 /// Whether scheduling steps are traced now: a run being explained
 /// (`FLAG_TRACE_SITES`) or local mode with `DST_TRACE`.
 pub(crate) fn tracing_steps() -> bool {
-    let base = REGION.load(Ordering::Acquire);
-    if base.is_null() {
+    let Some(region) = current() else {
         return false;
-    }
-    // SAFETY: as in `region`.
-    let region = unsafe { RegionRef::from_validated(base) };
+    };
     region.header().flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0
         || local().is_some_and(|l| l.trace)
 }
@@ -383,7 +406,7 @@ impl Local {
 
 fn local() -> Option<&'static Local> {
     let local = LOCAL.get()?;
-    (REGION.load(Ordering::Acquire) == local.region.base()).then_some(local)
+    std::ptr::eq(REGION.load(Ordering::Acquire), local.region).then_some(local)
 }
 
 fn assertion_json(

@@ -1,6 +1,6 @@
 //! A corrupt region header is rejected with a clear error, before any write.
 
-use dst::region::{Header, Layout, OwnedRegion, RegionError, RegionRef};
+use dst::region::{Header, Layout, Region, RegionError};
 use std::mem::offset_of;
 
 fn small() -> Layout {
@@ -15,7 +15,7 @@ fn small() -> Layout {
 
 /// Corrupts one field of a fresh region's header, then tries to attach.
 fn attach_corrupted(field: usize, value: &[u8]) -> (RegionError, Vec<u8>, Vec<u8>) {
-    let mut region = OwnedRegion::new(small());
+    let mut region = Region::new(small());
     let bytes = region.bytes_mut();
     bytes[field..field + value.len()].copy_from_slice(value);
     let before = bytes.to_vec();
@@ -79,19 +79,19 @@ fn each_bad_field_is_named() {
 
 #[test]
 fn short_and_misaligned_regions_are_rejected() {
-    let mut region = OwnedRegion::new(small());
+    let mut region = Region::new(small());
     let bytes = region.bytes_mut();
     // SAFETY: both calls stay within `bytes`.
-    let short = unsafe { RegionRef::new(bytes.as_mut_ptr(), 16) };
+    let short = unsafe { Region::borrowed(bytes.as_mut_ptr(), 16) };
     assert!(matches!(short, Err(RegionError::TooSmall { len: 16 })));
     // SAFETY: as above.
-    let misaligned = unsafe { RegionRef::new(bytes.as_mut_ptr().add(1), bytes.len() - 1) };
+    let misaligned = unsafe { Region::borrowed(bytes.as_mut_ptr().add(1), bytes.len() - 1) };
     assert!(matches!(misaligned, Err(RegionError::Misaligned)));
 }
 
 #[test]
 fn a_valid_region_round_trips_events() {
-    let region = OwnedRegion::new(small());
+    let region = Region::new(small());
     let view = region.view();
     let event = dst::region::Event::Lifecycle {
         name: "x".into(),
@@ -111,4 +111,39 @@ fn a_valid_region_round_trips_events() {
             & dst::region::STATUS_EVENTS_OVERFLOW,
         0
     );
+}
+
+#[test]
+fn a_header_written_over_after_attach_moves_no_section() {
+    let region = Region::new(Layout {
+        sites_capacity: dst::catalog::count() + 8,
+        ..small()
+    });
+    let view = region.view();
+    view.reset(&[0, 0, 0, 0, 0, 0, 0, 0, 3], 0);
+    // SAFETY: `region` outlives the attachment (detached below).
+    unsafe { dst::attach(view.base(), view.sections().total_size) }.unwrap();
+    // A target writes garbage over the layout fields, as a buggy C program
+    // can (fuzzer/tests/c/misbehave.c does).
+    let layout_bytes = std::mem::offset_of!(Header, run_id);
+    // SAFETY: the first bytes of the region's own memory, which no
+    // reference covers while they are written.
+    unsafe { view.base().write_bytes(0xA5, layout_bytes) };
+    let drawn = dst::random::below(16);
+    dst::assert_always!(drawn == 3, "recorded where it always was");
+    dst::detach();
+    // The decision came from the input and the assertion landed in the
+    // site table, both where validation found them.
+    assert_eq!(drawn, 3);
+    let index = dst::catalog::sites()
+        .iter()
+        .position(|s| s.message == "recorded where it always was")
+        .unwrap();
+    let state = view.site(index).unwrap();
+    assert_eq!(
+        state.evaluations.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    assert_eq!(view.decisions().len(), 1);
+    assert_eq!(view.sections().sites_capacity, dst::catalog::count() + 8);
 }

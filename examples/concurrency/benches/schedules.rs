@@ -57,20 +57,13 @@ fn shuttle_to_bug(program: fn(), seed: u64, pct: bool, budget: usize) -> Option<
 fn dst_to_bug(name: &str, seed: u64, budget: u64) -> Option<u64> {
     let dir = std::env::temp_dir().join(format!("dst-sched-{name}-{seed}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        name: name.into(),
-        runs: Some(budget),
-        time: Some(Duration::from_secs(15)),
-        seed,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(5),
-        status: false,
-        shrink_budget: 0,
-        stop_on_finding: true,
-        reproduce: None,
-    };
+    let mut options = Options::new(name, &dir);
+    options.runs = Some(budget);
+    options.time = Some(Duration::from_secs(15));
+    options.seed = seed;
+    options.timeout = Duration::from_secs(5);
+    options.shrink_budget = 0;
+    options.stop_on_finding = true;
     let owned = name.to_string();
     let subject = InProcessSubject::new(
         move || dst_example_concurrency::run(&owned),

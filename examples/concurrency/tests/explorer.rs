@@ -22,20 +22,12 @@ fn explore(name: &str, runs: u64, seed: u64) -> Option<(u64, String)> {
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        name: name.into(),
-        runs: Some(runs),
-        time: Some(Duration::from_secs(300)),
-        seed,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(5),
-        status: false,
-        shrink_budget: 500,
-        stop_on_finding: true,
-        reproduce: None,
-    };
+    let mut options = Options::new(name, &dir);
+    options.runs = Some(runs);
+    options.seed = seed;
+    options.timeout = Duration::from_secs(5);
+    options.shrink_budget = 500;
+    options.stop_on_finding = true;
     let name = name.to_string();
     let subject =
         InProcessSubject::new(move || dst_example_concurrency::run(&name), options.timeout);

@@ -175,20 +175,12 @@ pub fn explore(bug: &'static str, seed: u64, runs: u64, stop: bool) -> (Option<F
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        name: format!("raft_{bug}"),
-        runs: Some(runs),
-        time: Some(Duration::from_secs(1800)),
-        seed,
-        corpus_dir: dir.join("corpus"),
-        findings_dir: dir.join("findings"),
-        campaign_file: dir.join("campaign.json"),
-        timeout: Duration::from_secs(10),
-        status: false,
-        shrink_budget: 200,
-        stop_on_finding: stop,
-        reproduce: None,
-    };
+    let mut options = Options::new(format!("raft_{bug}"), &dir);
+    options.runs = Some(runs);
+    options.seed = seed;
+    options.timeout = Duration::from_secs(10);
+    options.shrink_budget = 200;
+    options.stop_on_finding = stop;
     let subject = InProcessSubject::new(move || simulate(Bug::from_name(bug)), options.timeout);
     let summary = explore_here(subject, &options).expect("the campaign runs");
     let found = summary.findings.first().map(|f| Found {

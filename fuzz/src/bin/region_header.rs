@@ -1,6 +1,6 @@
 //! Scribbles on a region's header and checks what validation lets through.
 
-use dst::region::{DecisionRecord, Header, Layout, OwnedRegion, RegionRef, SiteState};
+use dst::region::{DecisionRecord, Header, Layout, Region, SiteState};
 
 dst_fuzz::target!(|| {
     let layout = Layout {
@@ -10,7 +10,7 @@ dst_fuzz::target!(|| {
         decisions_capacity: 4,
         events_capacity: 256,
     };
-    let mut region = OwnedRegion::new(layout);
+    let mut region = Region::new(layout);
     let bytes = region.bytes_mut();
     let len = bytes.len();
     for _ in 0..1 + dst::random::below(3) {
@@ -19,8 +19,9 @@ dst_fuzz::target!(|| {
         dst::random::fill(&mut bytes[at..end]);
     }
     // SAFETY: the pointer covers `len` bytes owned by `region`, alive here.
-    match unsafe { RegionRef::new(bytes.as_mut_ptr(), len) } {
-        Ok(view) => {
+    match unsafe { Region::borrowed(bytes.as_mut_ptr(), len) } {
+        Ok(accepted) => {
+            let view = accepted.view();
             let h = view.header();
             let fits = |offset: u64, size: Option<u64>| {
                 size.and_then(|s| offset.checked_add(s))

@@ -84,7 +84,7 @@ enum Cmd {
         #[command(flatten)]
         cmd: CmdArgs,
         /// Per-run time limit in milliseconds (--cmd).
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = dst_fuzz::explore::DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
     },
     /// Shrink a failing input: `minimize NAME FILE`, or
@@ -98,7 +98,7 @@ enum Cmd {
         #[command(flatten)]
         cmd: CmdArgs,
         /// Per-run time limit in milliseconds (--cmd).
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = dst_fuzz::explore::DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
     },
     /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
@@ -113,8 +113,8 @@ enum Cmd {
     /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
     /// histories) or JSON lines (see dst-oracles' `format` module). Exit
     /// status 0 linearizable, 1 not (with the operations that cannot be
-    /// linearized together), 2 bad input (with the line at fault), 3 the
-    /// budget ran out.
+    /// linearized together), 4 bad input (with the line at fault), 8 the
+    /// budget ran out before a verdict.
     Lincheck {
         /// The sequential specification: register, kv, queue or set.
         #[arg(long)]
@@ -372,8 +372,13 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         } => {
             let (name, file) = name_and_file(&args, cmd.cmd, "minimize")?;
             if let Some(mut exec) = cmd.process(timeout_ms)? {
-                return dst_fuzz::cli::minimize_with(&mut exec, &file, out, 20_000)
-                    .map_err(store_failure);
+                return dst_fuzz::cli::minimize_with(
+                    &mut exec,
+                    &file,
+                    out,
+                    dst_fuzz::explore::DEFAULT_SHRINK_BUDGET,
+                )
+                .map_err(store_failure);
             }
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["minimize".into(), file.into()];
@@ -430,16 +435,19 @@ fn lincheck(
 ) -> Result<i32, Failure> {
     let mut options = dst_oracles::CheckOptions::default();
     options.budget.timeout = timeout;
-    // Bad input is status 2, as the command's help says.
     let report = dst_oracles::lincheck_file_with(model, file, format, &options)
-        .map_err(|e| (exit::USAGE, e.to_string()))?;
+        .map_err(|e| (exit::BAD_INPUT, e.to_string()))?;
     if json {
         let text = serde_json::to_string(&report).map_err(|e| (exit::INTERNAL, e.to_string()))?;
         println!("{text}");
     } else {
         println!("{report}");
     }
-    Ok(report.exit_code())
+    Ok(match report.verdict {
+        dst_oracles::Verdict::Linearizable => exit::OK,
+        dst_oracles::Verdict::Violation(_) => exit::FINDING,
+        dst_oracles::Verdict::Unknown => exit::INCONCLUSIVE,
+    })
 }
 
 /// The positional arguments of `replay` and `minimize`: `NAME FILE`, or
@@ -470,7 +478,9 @@ fn run_cmd(
     pass: &Passthrough,
 ) -> Result<i32, Failure> {
     use dst_fuzz::subject::ProcessSubject;
-    let timeout_ms = pass.timeout_ms.unwrap_or(1000);
+    let timeout_ms = pass
+        .timeout_ms
+        .unwrap_or(dst_fuzz::explore::DEFAULT_TIMEOUT_MS);
     let catalog = cmd.catalog()?;
     let time = pass
         .time
@@ -490,7 +500,7 @@ fn run_cmd(
         campaign_file: fuzz.campaign(name),
         timeout: std::time::Duration::from_millis(timeout_ms),
         status: !pass.quiet,
-        shrink_budget: 20_000,
+        shrink_budget: dst_fuzz::explore::DEFAULT_SHRINK_BUDGET,
         stop_on_finding: pass.stop_on_finding,
         reproduce: Some(serde_json::json!({
             "explain": format!("cargo dst-fuzz replay {{input}} --cmd{defer} -- {words}"),

@@ -1,0 +1,33 @@
+//! POS, partial order sampling (Yuan et al., CAV 2018): random thread
+//! priorities, the highest-priority runnable thread runs, and after each
+//! step fresh priorities for the thread that ran and for the threads whose
+//! pending operation races with its (same object, one of them a write).
+
+use super::{Contest, Priorities, Site, Strategy, priority_decision};
+
+#[derive(Default)]
+pub(super) struct Pos {
+    priorities: Priorities,
+}
+
+impl Strategy for Pos {
+    fn added(&mut self, tid: usize, site: Site) {
+        self.priorities.add(tid, site);
+    }
+
+    fn choose(&mut self, contest: &Contest<'_>) -> usize {
+        if contest.yielding {
+            self.priorities.demote(contest.me);
+        }
+        let chosen = self.priorities.highest(contest.order);
+        let (op, obj) = contest.pending[chosen];
+        self.priorities.of[chosen] = priority_decision(contest.site);
+        for &t in contest.order {
+            let (other_op, other_obj) = contest.pending[t];
+            if t != chosen && obj != 0 && other_obj == obj && (op.writes() || other_op.writes()) {
+                self.priorities.of[t] = priority_decision(contest.site);
+            }
+        }
+        chosen
+    }
+}
