@@ -203,7 +203,6 @@ struct Sched {
     objects: HashMap<usize, Object>,
     /// Scratch space of [`Sched::pick`].
     order: Vec<usize>,
-    pending: Vec<(Op, usize)>,
 }
 
 static SCHED: StdMutex<Option<Sched>> = StdMutex::new(None);
@@ -301,7 +300,6 @@ fn enter() -> Option<(Guard, usize)> {
         tracing: runtime::tracing_steps(),
         objects: HashMap::new(),
         order: Vec::new(),
-        pending: Vec::new(),
     });
     ME.with(|m| {
         m.set(ThreadKey {
@@ -379,21 +377,17 @@ impl Sched {
                 let strategy = self
                     .strategy
                     .get_or_insert_with(|| strategy::read(site, threads));
-                let mut pending = std::mem::take(&mut self.pending);
-                pending.clear();
-                pending.extend(self.threads.iter().map(|t| (t.op, t.obj)));
                 let chosen = strategy.choose(&Contest {
                     order: &order,
                     me,
                     yielding,
                     site,
-                    pending: &pending,
+                    threads: &self.threads,
                 });
                 debug_assert!(
                     order.contains(&chosen),
                     "a strategy picks a runnable thread"
                 );
-                self.pending = pending;
                 Some(chosen)
             }
         };

@@ -26,7 +26,7 @@ mod pos;
 use crate::decision::{Kind, be_value};
 use crate::runtime;
 
-use super::{Op, Site};
+use super::{Site, Thread};
 
 /// A contested scheduling point, as a strategy sees it.
 pub(super) struct Contest<'a> {
@@ -38,9 +38,9 @@ pub(super) struct Contest<'a> {
     /// its priority.
     pub yielding: bool,
     pub site: Site,
-    /// Each thread's pending operation and the object it concerns (0:
-    /// none), by thread id: which threads race with which.
-    pub pending: &'a [(Op, usize)],
+    /// Every thread of the run, by id: each one's pending operation and
+    /// the object it concerns (0: none) tell which threads race.
+    pub threads: &'a [Thread],
 }
 
 /// A scheduling strategy; see the module docs for when each call comes.

@@ -20,11 +20,11 @@ impl Strategy for Pos {
             self.priorities.demote(contest.me);
         }
         let chosen = self.priorities.highest(contest.order);
-        let (op, obj) = contest.pending[chosen];
+        let (op, obj) = (contest.threads[chosen].op, contest.threads[chosen].obj);
         self.priorities.of[chosen] = priority_decision(contest.site);
         for &t in contest.order {
-            let (other_op, other_obj) = contest.pending[t];
-            if t != chosen && obj != 0 && other_obj == obj && (op.writes() || other_op.writes()) {
+            let other = &contest.threads[t];
+            if t != chosen && obj != 0 && other.obj == obj && (op.writes() || other.op.writes()) {
                 self.priorities.of[t] = priority_decision(contest.site);
             }
         }
