@@ -10,12 +10,11 @@
 
 use std::time::{Duration, Instant};
 
+use crate::inprocess::{DECISION_COVERAGE, IN_RUN, LAST_PANIC, install_panic_hook};
 use dst::catalog::SiteInfo;
 use dst::region::{Event, Layout, Region, RegionRef};
-use dst_kernel::{Outcome, RunRecord, Runner};
-
-use crate::Executor;
-use crate::inprocess::{DECISION_COVERAGE, IN_RUN, LAST_PANIC, install_panic_hook};
+use dst_kernel::executor::region_map;
+use dst_kernel::{Coverage, End, Executor, StandIn};
 
 /// Exit status of a child whose target panicked (its message is in the region).
 const PANICKED: i32 = 101;
@@ -28,6 +27,9 @@ pub struct Forking<F> {
     target: F,
     flags: u64,
     timeout: Duration,
+    catalog: Vec<SiteInfo>,
+    /// Edge counters stay in the child.
+    no_edges: StandIn,
 }
 
 impl<F: FnMut()> Forking<F> {
@@ -43,6 +45,8 @@ impl<F: FnMut()> Forking<F> {
             target,
             flags: 0,
             timeout,
+            catalog: dst::catalog::sites(),
+            no_edges: StandIn::default(),
         }
     }
 
@@ -112,9 +116,10 @@ pub(crate) fn signal_name(signal: i32) -> String {
     }
 }
 
-impl<F: FnMut()> Runner for Forking<F> {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
+impl<F: FnMut()> Executor for Forking<F> {
+    fn execute(&mut self, input: &[u8]) -> End {
         let view = self.region.view();
+        // Events always: a panic's message comes back as one.
         view.reset(input, self.flags | dst::region::FLAG_EVENTS);
         use std::io::Write;
         let _ = std::io::stdout().flush();
@@ -127,23 +132,19 @@ impl<F: FnMut()> Runner for Forking<F> {
             child(view, &mut self.target);
         }
         if pid < 0 {
-            let crash = Outcome::Crash {
-                cause: "fork".into(),
-                message: format!("cannot fork: {}", std::io::Error::last_os_error()),
-                location: None,
-            };
-            return RunRecord::read(view, Some(crash), false);
+            let why = std::io::Error::last_os_error();
+            return End::crash("fork", format!("cannot fork: {why}"), None);
         }
         let Some(status) = self.wait(pid) else {
-            return RunRecord::read(view, None, true);
+            return End::Timeout;
         };
-        let crash = if libc::WIFSIGNALED(status) {
+        if libc::WIFSIGNALED(status) {
             let signal = libc::WTERMSIG(status);
-            Some(Outcome::Crash {
-                cause: signal_name(signal),
-                message: format!("killed by signal {signal}"),
-                location: None,
-            })
+            End::crash(
+                signal_name(signal),
+                format!("killed by signal {signal}"),
+                None,
+            )
         } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == PANICKED {
             let (message, location) = view
                 .events()
@@ -153,28 +154,36 @@ impl<F: FnMut()> Runner for Forking<F> {
                     _ => None,
                 })
                 .unwrap_or_else(|| ("panic".into(), None));
-            Some(Outcome::Crash {
-                cause: "panic".into(),
-                message,
-                location,
-            })
+            End::crash("panic", message, location)
         } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
             let code = libc::WEXITSTATUS(status);
-            Some(Outcome::Crash {
-                cause: "exit".into(),
-                message: format!("the target exited the process with status {code}"),
-                location: None,
-            })
+            End::crash(
+                "exit",
+                format!("the target exited the process with status {code}"),
+                None,
+            )
         } else {
-            None
-        };
-        RunRecord::read(view, crash, false)
+            End::Ok
+        }
     }
-}
 
-impl<F: FnMut()> Executor for Forking<F> {
-    fn catalog(&self) -> Vec<SiteInfo> {
-        dst::catalog::sites()
+    fn region(&self) -> RegionRef<'_> {
+        self.region.view()
+    }
+
+    fn catalog(&self) -> &[SiteInfo] {
+        &self.catalog
+    }
+
+    fn coverage(&mut self) -> Coverage<'_> {
+        Coverage {
+            edges: self.no_edges.map(),
+            decisions: region_map(&self.region),
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        self.flags
     }
 
     fn set_flags(&mut self, flags: u64) {

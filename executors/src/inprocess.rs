@@ -2,12 +2,14 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::{Mutex, Once};
+use std::time::Duration;
 
 use dst::catalog::SiteInfo;
 use dst::region::{Layout, Region, RegionRef};
-use dst_kernel::{Outcome, RunRecord, Runner};
+use dst_kernel::executor::region_map;
+use dst_kernel::{Coverage, End, Executor};
 
-use crate::Executor;
+use crate::Forking;
 
 /// Only one in-process region can be attached to the SDK at a time.
 static ATTACHED: Mutex<()> = Mutex::new(());
@@ -50,6 +52,7 @@ pub struct InProcess<F> {
     region: Region,
     target: F,
     flags: u64,
+    catalog: Vec<SiteInfo>,
 }
 
 impl<F: FnMut()> InProcess<F> {
@@ -71,6 +74,7 @@ impl<F: FnMut()> InProcess<F> {
             region: Region::new(layout),
             target,
             flags: 0,
+            catalog: dst::catalog::sites(),
         }
     }
 }
@@ -79,39 +83,6 @@ impl<F: FnMut()> InProcess<F> {
     /// The target itself, e.g. to run it under another executor.
     pub fn target_mut(&mut self) -> &mut F {
         &mut self.target
-    }
-
-    /// The region runs use; after a run it holds that run's outcome.
-    pub fn view(&self) -> RegionRef<'_> {
-        self.region.view()
-    }
-
-    /// Runs `input` and returns only the crash, if any: the explorer's fast
-    /// path, which reads the rest from [`InProcess::view`] as it needs it.
-    pub fn run_raw(&mut self, input: &[u8]) -> Option<Outcome> {
-        let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
-        let view = self.region.view();
-        view.reset(input, self.flags);
-        if dst::runtime::attached() != view.base() {
-            let len = view.sections().total_size;
-            // SAFETY: the region is owned by `self`; it stays attached until
-            // another executor attaches its own or `self` is dropped (which
-            // detaches it), and the ATTACHED lock serializes runs.
-            unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
-        }
-        IN_RUN.with(|r| r.set(true));
-        let result = dst::thread::run_body(&mut self.target);
-        IN_RUN.with(|r| r.set(false));
-        result.err().map(|_| {
-            let (message, location) = LAST_PANIC
-                .with(|p| p.borrow_mut().take())
-                .unwrap_or_else(|| ("panic".to_string(), None));
-            Outcome::Crash {
-                cause: "panic".to_string(),
-                message,
-                location,
-            }
-        })
     }
 }
 
@@ -124,22 +95,57 @@ impl<F> Drop for InProcess<F> {
     }
 }
 
-impl<F: FnMut()> Runner for InProcess<F> {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
-        let flags = self.flags;
-        self.flags |= dst::region::FLAG_EVENTS;
-        let crash = self.run_raw(input);
-        self.flags = flags;
-        RunRecord::read(self.region.view(), crash, false)
-    }
-}
-
 impl<F: FnMut()> Executor for InProcess<F> {
-    fn catalog(&self) -> Vec<SiteInfo> {
-        dst::catalog::sites()
+    fn execute(&mut self, input: &[u8]) -> End {
+        let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.region.view();
+        view.reset(input, self.flags);
+        if dst::runtime::attached() != view.base() {
+            let len = view.sections().total_size;
+            // SAFETY: the region is owned by `self`; it stays attached until
+            // another executor attaches its own or `self` is dropped (which
+            // detaches it), and the ATTACHED lock serializes runs.
+            unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
+        }
+        debug_assert_eq!(dst::runtime::attached(), view.base());
+        IN_RUN.with(|r| r.set(true));
+        let result = dst::thread::run_body(&mut self.target);
+        IN_RUN.with(|r| r.set(false));
+        match result {
+            Ok(()) => End::Ok,
+            Err(_) => {
+                let (message, location) = LAST_PANIC
+                    .with(|p| p.borrow_mut().take())
+                    .unwrap_or_else(|| ("panic".to_string(), None));
+                End::crash("panic", message, location)
+            }
+        }
+    }
+
+    fn region(&self) -> RegionRef<'_> {
+        self.region.view()
+    }
+
+    fn catalog(&self) -> &[SiteInfo] {
+        &self.catalog
+    }
+
+    fn coverage(&mut self) -> Coverage<'_> {
+        Coverage {
+            edges: crate::edges::map(),
+            decisions: region_map(&self.region),
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        self.flags
     }
 
     fn set_flags(&mut self, flags: u64) {
         self.flags = flags;
+    }
+
+    fn isolated(&mut self, timeout: Duration) -> Option<Box<dyn Executor + '_>> {
+        Some(Box::new(Forking::new(&mut self.target, timeout)))
     }
 }

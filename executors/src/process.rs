@@ -32,9 +32,8 @@ use dst::catalog::SiteInfo;
 use dst::forkserver::{CMD_RUN, DEFER_ENV, FORKSERVER_ENV, HELLO};
 use dst::region::{Header, Layout, Region, RegionRef};
 use dst::shm::{EXIT_BAD_REGION, REGION_ENV};
-use dst_kernel::{Outcome, RunRecord, Runner};
+use dst_kernel::{Coverage, End, Executor, Map, Outcome, StandIn};
 
-use crate::Executor;
 use crate::fork::signal_name;
 use crate::symbolize::{self, Symbolizer};
 
@@ -242,6 +241,8 @@ pub struct Process {
     /// Bytes of the coverage map the program uses: all of it, unless its
     /// fork server says less.
     coverage_used: usize,
+    /// Decision coverage is in the program's map with its edges.
+    no_decisions: StandIn,
 }
 
 impl Process {
@@ -280,6 +281,7 @@ impl Process {
             symbolizer: None,
             env: Vec::new(),
             coverage_used,
+            no_decisions: StandIn::default(),
         })
     }
 
@@ -542,12 +544,6 @@ impl Process {
 }
 
 impl Process {
-    /// The region of the last run (its header restored if the run wrote
-    /// over it).
-    pub fn view(&self) -> RegionRef<'_> {
-        self.segment.view()
-    }
-
     /// Starts the program (its fork server, or settles on one process per
     /// run) if that has not happened yet; runs do it themselves.
     pub fn start(&mut self) {
@@ -565,17 +561,9 @@ impl Process {
         }
     }
 
-    /// The part of the coverage map the program uses: all of it, or the
-    /// densely numbered edges (clang's trace-pc-guard) its fork server
-    /// reported, after the decision window. Known after [`Process::start`].
-    pub fn coverage(&self) -> (*mut u8, usize) {
-        (self.segment.view().coverage_ptr().0, self.coverage_used)
-    }
-
     /// Runs one input; returns the crash, if any, and whether the run timed
-    /// out. The rest of the outcome is in [`Process::view`]: the explorer's
-    /// fast path.
-    pub fn execute(&mut self, input: &[u8]) -> (Option<Outcome>, bool) {
+    /// out.
+    fn run_once(&mut self, input: &[u8]) -> (Option<Outcome>, bool) {
         self.start();
         self.segment.restore();
         self.segment
@@ -637,19 +625,44 @@ impl Process {
     }
 }
 
-impl Runner for Process {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
-        let flags = self.flags;
-        self.flags |= dst::region::FLAG_EVENTS;
-        let (crash, timed_out) = self.execute(input);
-        self.flags = flags;
-        RunRecord::read_foreign(self.view(), crash, timed_out, &self.catalog)
-    }
-}
-
 impl Executor for Process {
-    fn catalog(&self) -> Vec<SiteInfo> {
-        self.catalog.clone()
+    fn execute(&mut self, input: &[u8]) -> End {
+        match self.run_once(input) {
+            (_, true) => End::Timeout,
+            (Some(crash), false) => End::Crash(crash),
+            (None, false) => End::Ok,
+        }
+    }
+
+    /// The region of the last run (its header restored if the run wrote
+    /// over it).
+    fn region(&self) -> RegionRef<'_> {
+        self.segment.view()
+    }
+
+    fn catalog(&self) -> &[SiteInfo] {
+        &self.catalog
+    }
+
+    /// Edges: the part of the coverage map the program uses, all of it or
+    /// the densely numbered edges (clang's trace-pc-guard) its fork server
+    /// reported, after the decision window (so the program is started
+    /// first). Decisions are in that map too: a stand-in.
+    fn coverage(&mut self) -> Coverage<'_> {
+        self.start();
+        let (ptr, len) = self.segment.view().coverage_ptr();
+        debug_assert!(self.coverage_used <= len);
+        Coverage {
+            // SAFETY: the segment's coverage section, mapped for the life of
+            // `self` at a fixed address, written only by the program's runs;
+            // `coverage_used` never exceeds it.
+            edges: unsafe { Map::from_raw_parts(ptr, self.coverage_used.max(1)) },
+            decisions: self.no_decisions.map(),
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        self.flags
     }
 
     fn set_flags(&mut self, flags: u64) {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use dst_executors::{Forking, InProcess, Runner};
+use dst_executors::{Executor, Forking, InProcess};
 use dst_kernel::{Outcome, Signature};
 
 /// Chooses a way to end by its first decision.

@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dst_executors::InProcess;
 use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
 use libafl::corpus::InMemoryCorpus;
 use libafl::events::SimpleEventManager;
 use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
@@ -115,7 +115,7 @@ fn dst_explorer(dir: &Path) -> f64 {
     options.seed = 1;
     options.timeout = Duration::from_secs(1);
     options.shrink_budget = 1000;
-    let summary = explore_here(InProcessSubject::new(target, options.timeout), &options).unwrap();
+    let summary = explore_here(InProcess::new(target), &options).unwrap();
     summary.executions as f64 / summary.seconds
 }
 

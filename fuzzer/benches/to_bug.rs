@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use dst_executors::InProcess;
 use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -28,8 +28,7 @@ fn to_bug<F: FnMut() + 'static>(name: &str, make: impl Fn() -> F) {
         options.timeout = Duration::from_secs(1);
         options.shrink_budget = 5000;
         options.stop_on_finding = true;
-        let summary =
-            explore_here(InProcessSubject::new(make(), options.timeout), &options).unwrap();
+        let summary = explore_here(InProcess::new(make()), &options).unwrap();
         match summary.findings.first() {
             Some(f) => {
                 executions.push(f.executions as f64);

@@ -10,13 +10,12 @@ use dst_executors::{Executor, Forking};
 use dst_kernel::{Campaign, Determinism, Outcome, check_determinism, shrink};
 use serde_json::json;
 
-use crate::explore::{
-    DEFAULT_SHRINK_BUDGET, DEFAULT_TIMEOUT_MS, Options, explore, explore_parallel,
-};
-use crate::findings::{self, describe, explain, schedule, traced_run};
+use crate::args::{CampaignArgs, MinimizeArgs, ReplayArgs};
+use crate::explore::{Options, explore, explore_parallel};
 use crate::store::{self, StoreError};
-use crate::subject::{InProcessSubject, Subject};
-use crate::{coverage, exit, report};
+use crate::{exit, report};
+use dst_executors::InProcess;
+use dst_kernel::finding::{self, describe, explain, schedule, traced_run};
 
 #[derive(Parser)]
 #[command(about = "A dst target: explore it, replay, minimize and report its runs")]
@@ -38,25 +37,15 @@ enum Command {
     /// Each run happens in a forked child, so a crash or hang is reported.
     Replay {
         file: PathBuf,
-        #[arg(long)]
-        json: bool,
-        /// Per-run time limit in milliseconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
-        timeout_ms: u64,
+        #[command(flatten)]
+        replay: ReplayArgs,
     },
     /// Shrink a failing input to a shortlex-minimal one with the same failure
     /// (runs in forked children).
     Minimize {
         file: PathBuf,
-        /// Where to write the result (default: FILE.min).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Runs the shrinker may spend.
-        #[arg(long, default_value_t = DEFAULT_SHRINK_BUDGET)]
-        budget: u64,
-        /// Per-run time limit in milliseconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
-        timeout_ms: u64,
+        #[command(flatten)]
+        minimize: MinimizeArgs,
     },
     /// Print the property table of the campaign.
     Report {
@@ -74,63 +63,17 @@ enum Command {
 
 #[derive(Args)]
 struct FuzzArgs {
-    /// Stop after this many executions.
-    #[arg(long)]
-    runs: Option<u64>,
-    /// Stop after this long (e.g. 30s, 5m, 1h).
-    #[arg(long, value_parser = parse_duration)]
-    time: Option<Duration>,
-    /// Seed of the explorer's randomness (the default is fixed, so runs repeat).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Per-run time limit in milliseconds.
-    #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
-    timeout_ms: u64,
+    #[command(flatten)]
+    campaign_args: CampaignArgs,
+    /// The corpus folder (default: fuzz/corpus/NAME).
     #[arg(long)]
     corpus: Option<PathBuf>,
+    /// The findings folder (default: fuzz/findings/NAME).
     #[arg(long)]
     findings: Option<PathBuf>,
+    /// The campaign file (default: fuzz/campaigns/NAME.json).
     #[arg(long)]
     campaign: Option<PathBuf>,
-    /// End with one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-    /// No status lines.
-    #[arg(long)]
-    quiet: bool,
-    /// Runs the shrinker may spend per finding.
-    #[arg(long, default_value_t = DEFAULT_SHRINK_BUDGET)]
-    shrink_budget: u64,
-    /// Stop at the first finding (as libFuzzer does), instead of exploring on.
-    #[arg(long)]
-    stop_on_finding: bool,
-    /// Clients exploring in parallel (LibAFL's launcher and LLMP; at most
-    /// one per core). With more than one, each client's budget is --runs.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
-}
-
-/// Parses `500ms`, `30s`, `5m`, `2h`, or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((text, "s"), |i| text.split_at(i));
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 5m or 1h"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
-            ));
-        }
-    };
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 fn target_name() -> String {
@@ -154,37 +97,21 @@ pub type Target = Box<dyn FnMut() + 'static>;
 
 /// Runs the command line; returns the exit status.
 pub fn run(target: Target) -> i32 {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match crate::args::parse(std::env::args_os()) {
         Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return if err.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            };
-        }
+        Err(code) => return code,
     };
     let name = target_name();
     let result = match cli.command {
         Command::Fuzz(args) => fuzz(target, &name, args),
-        Command::Replay {
-            file,
-            json,
-            timeout_ms,
-        } => replay(target, &file, json, Duration::from_millis(timeout_ms)),
+        Command::Replay { file, replay: args } => replay(target, &file, args.json, args.timeout()),
         Command::Minimize {
             file,
-            out,
-            budget,
-            timeout_ms,
-        } => minimize(
-            target,
-            &file,
-            out,
-            budget,
-            Duration::from_millis(timeout_ms),
-        ),
+            minimize: args,
+        } => {
+            let timeout = args.timeout();
+            minimize(target, &file, args.out, args.budget, timeout)
+        }
         Command::Report { json, campaign } => report_command(
             &campaign.unwrap_or_else(|| default_campaign(&name)),
             &dst::catalog::sites(),
@@ -218,36 +145,32 @@ pub fn run(target: Target) -> i32 {
 }
 
 fn fuzz(target: Target, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
-    let options = Options {
-        name: name.to_string(),
-        runs: args.runs,
-        time: args.time,
-        seed: args.seed,
-        corpus_dir: args
-            .corpus
+    let campaign_args = args.campaign_args;
+    let options = campaign_args.options(
+        name,
+        args.corpus
             .unwrap_or_else(|| Path::new("fuzz").join("corpus").join(name)),
-        findings_dir: args
-            .findings
+        args.findings
             .unwrap_or_else(|| Path::new("fuzz").join("findings").join(name)),
-        campaign_file: args.campaign.unwrap_or_else(|| default_campaign(name)),
-        timeout: Duration::from_millis(args.timeout_ms),
-        status: !args.quiet,
-        shrink_budget: args.shrink_budget,
-        stop_on_finding: args.stop_on_finding,
-        reproduce: None,
-    };
-    if !coverage::instrumented() && !args.quiet {
+        args.campaign.unwrap_or_else(|| default_campaign(name)),
+    );
+    if !dst_executors::edges::instrumented() && !campaign_args.quiet {
         eprintln!(
             "dst-fuzz: this binary has no edge coverage (build it with `cargo dst-fuzz run`); guided by decisions and properties only"
         );
     }
-    let timeout = options.timeout;
-    let make = move || Ok(InProcessSubject::new(target, timeout));
+    let make = move || Ok(InProcess::new(target));
     let output = Output {
-        json: args.json,
-        quiet: args.quiet,
+        json: campaign_args.json,
+        quiet: campaign_args.quiet,
     };
-    campaign(make, &dst::catalog::sites(), &options, args.jobs, output)
+    campaign(
+        make,
+        &dst::catalog::sites(),
+        &options,
+        campaign_args.jobs,
+        output,
+    )
 }
 
 /// What a campaign prints at its end.
@@ -262,8 +185,8 @@ pub struct Output {
 /// Runs a campaign on the subject `make` builds (in each client), prints
 /// its summary, and returns the exit status: [`exit::FINDING`] when the
 /// findings folder holds any finding.
-pub fn campaign<S: Subject>(
-    make: impl FnOnce() -> Result<S, StoreError>,
+pub fn campaign<E: Executor + 'static>(
+    make: impl FnOnce() -> Result<E, StoreError>,
     catalog: &[dst::catalog::SiteInfo],
     options: &Options,
     jobs: usize,
@@ -327,11 +250,11 @@ fn replay(
 /// `replay` over any executor: runs `input` three times, then once traced,
 /// and prints the outcome, the determinism verdict and every decision.
 pub fn replay_with(
-    exec: &mut impl Executor,
+    exec: &mut (impl Executor + ?Sized),
     input: &[u8],
     as_json: bool,
 ) -> Result<i32, StoreError> {
-    let catalog = exec.catalog();
+    let catalog = exec.catalog().to_vec();
     let (_, verdict) = check_determinism(exec, input, 3);
     let record = traced_run(exec, input);
     let decisions = explain(&record);
@@ -413,13 +336,13 @@ fn minimize(
 
 /// `minimize` over any executor.
 pub fn minimize_with(
-    exec: &mut impl Executor,
+    exec: &mut (impl Executor + ?Sized),
     file: &Path,
     out: Option<PathBuf>,
     budget: u64,
 ) -> Result<i32, StoreError> {
     let input = store::read_input(file)?;
-    let Some(signature) = dst_kernel::Runner::run(exec, &input).signature() else {
+    let Some(signature) = exec.run(&input).signature() else {
         println!("{} passes: nothing to minimize", file.display());
         return Ok(exit::OK);
     };
@@ -470,4 +393,4 @@ fn catalog(as_json: bool) {
 }
 
 #[doc(hidden)]
-pub use findings::FindingSummary;
+pub use finding::FindingSummary;

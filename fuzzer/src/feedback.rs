@@ -2,7 +2,8 @@
 //!
 //! - [`PropertyObserver`] reads the region after every run (including runs
 //!   that end up as solutions, which LibAFL's feedbacks never see) and folds
-//!   it into the campaign kept in the state's metadata.
+//!   it into the campaign kept in the state's metadata. It reads it from the
+//!   [`Target`] it shares with the harness: no other channel.
 //! - [`PropertyFeedback`] keeps an input when it first reached a property,
 //!   first made a `sometimes` true, first broke a property, or improved a
 //!   property's guidance; it tags kept inputs with their decision spans for
@@ -13,9 +14,11 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use dst::region::RegionRef;
-use dst_kernel::{Campaign, Outcome, RunRecord, Signature};
+use dst_kernel::finding::process_death;
+use dst_kernel::{Campaign, End, Executor, Outcome, RunRecord, Signature};
 use libafl::corpus::Testcase;
 use libafl::executors::ExitKind;
 use libafl::feedbacks::{Feedback, StateInitializer};
@@ -27,59 +30,34 @@ use libafl_bolts::Named;
 use libafl_bolts::tuples::{Handle, Handled, MatchNameRef};
 use serde::{Deserialize, Serialize};
 
-thread_local! {
-    /// The region the target runs against, set once by the explorer.
-    static REGION: RefCell<Option<RegionRef<'static>>> = const { RefCell::new(None) };
-    /// The crash the harness caught in the last run, if any.
-    static LAST_CRASH: RefCell<Option<Outcome>> = const { RefCell::new(None) };
+/// The target as the harness, the observer and the feedbacks share it: the
+/// harness runs it and leaves how the run ended; the observer and the
+/// feedbacks then read its region. The one channel between them.
+pub(crate) struct Target {
+    pub exec: Box<dyn Executor>,
+    /// How the last run ended; `None` while a run is under way (so also
+    /// when LibAFL's crash or timeout handler observes a run that killed
+    /// this process, whose region cannot be trusted).
+    pub end: Option<End>,
 }
 
-/// Makes `region` the one the observers read, until the returned guard is
-/// dropped.
-///
-/// # Safety
-/// The region must outlive the guard.
-pub(crate) unsafe fn set_region(region: RegionRef<'_>) -> RegionGuard {
-    // SAFETY: the caller keeps the region alive until the guard clears it.
-    let region = unsafe { region.unbounded() };
-    REGION.with(|r| *r.borrow_mut() = Some(region));
-    RegionGuard
-}
-
-/// Clears the observers' region when dropped.
-pub(crate) struct RegionGuard;
-
-impl Drop for RegionGuard {
-    fn drop(&mut self) {
-        REGION.with(|r| *r.borrow_mut() = None);
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target").field("end", &self.end).finish()
     }
 }
 
-pub(crate) fn region() -> RegionRef<'static> {
-    REGION.with(|r| {
-        r.borrow()
-            .expect("the explorer sets the region before any run")
-    })
-}
+pub(crate) type SharedTarget = Rc<RefCell<Target>>;
 
-pub(crate) fn set_last_crash(crash: Option<Outcome>) {
-    LAST_CRASH.with(|c| *c.borrow_mut() = crash);
-}
-
-/// The crash of a run that killed the explorer's own process (an in-process
-/// target): LibAFL's handler saw it die, but not of what.
-fn process_death() -> Outcome {
-    Outcome::Crash {
-        cause: "signal".to_string(),
-        message: "the target was killed by a signal".to_string(),
-        location: None,
-    }
-}
-
-/// Whether `signature` is that of [`process_death`]: it names no failure
-/// a replay could confirm (the replay in a forked child names the signal).
-pub(crate) fn is_process_death(signature: &Signature) -> bool {
-    process_death().signature().as_ref() == Some(signature)
+/// The decision spans of the last run, or none if it did not end (see
+/// [`Target::end`]).
+fn last_spans(target: Option<&SharedTarget>) -> DecisionSpans {
+    target
+        .and_then(|t| t.try_borrow().ok())
+        .filter(|t| t.end.is_some())
+        .map_or_else(DecisionSpans::default, |t| {
+            DecisionSpans::of(t.exec.region())
+        })
 }
 
 /// The campaign, as state metadata (so restarting managers carry it over).
@@ -158,21 +136,42 @@ pub struct PropertyObserver {
     pub novel: bool,
     /// The last run's failure signature, if it failed.
     pub signature: Option<Signature>,
+    #[serde(skip)]
+    target: Option<SharedTarget>,
 }
 
 impl PropertyObserver {
-    pub fn new() -> PropertyObserver {
+    pub(crate) fn new(target: SharedTarget) -> PropertyObserver {
         PropertyObserver {
             name: Cow::Borrowed("dst-properties"),
             novel: false,
             signature: None,
+            target: Some(target),
         }
     }
-}
 
-impl Default for PropertyObserver {
-    fn default() -> Self {
-        PropertyObserver::new()
+    /// The decision spans of the last run.
+    fn spans(&self) -> DecisionSpans {
+        last_spans(self.target.as_ref())
+    }
+
+    /// The record of the last run: read from the region if the run ended,
+    /// else (LibAFL's handler saw it kill this process) its death alone.
+    fn last_record(&self, exit_kind: &ExitKind, catalog: &[dst::catalog::SiteInfo]) -> RunRecord {
+        let ended = self
+            .target
+            .as_ref()
+            .and_then(|t| t.try_borrow().ok())
+            .and_then(|t| {
+                let end = t.end.clone()?;
+                Some(RunRecord::summary(t.exec.region(), end, catalog))
+            });
+        ended.unwrap_or_else(|| {
+            RunRecord::outcome_only(match exit_kind {
+                ExitKind::Timeout => Outcome::Timeout,
+                _ => process_death(),
+            })
+        })
     }
 }
 
@@ -195,17 +194,8 @@ impl<S: HasMetadata> Observer<BytesInput, S> for PropertyObserver {
         input: &BytesInput,
         exit_kind: &ExitKind,
     ) -> Result<(), Error> {
-        let mut crash = LAST_CRASH.with(|c| c.borrow_mut().take());
-        if crash.is_none() && *exit_kind == ExitKind::Crash {
-            crash = Some(process_death());
-        }
         let meta = state.metadata_mut::<CampaignMeta>()?;
-        let record = RunRecord::summary(
-            region(),
-            crash,
-            *exit_kind == ExitKind::Timeout,
-            &meta.campaign.catalog,
-        );
+        let record = self.last_record(exit_kind, &meta.campaign.catalog);
         let novelty = meta.campaign.observe(input.as_ref(), &record);
         self.novel = !novelty.first_hit.is_empty()
             || !novelty.first_example.is_empty()
@@ -271,18 +261,30 @@ impl<EM, OT: MatchNameRef, S: HasMetadata> Feedback<EM, BytesInput, OT, S> for P
         &mut self,
         _state: &mut S,
         _manager: &mut EM,
-        _observers: &OT,
+        observers: &OT,
         testcase: &mut Testcase<BytesInput>,
     ) -> Result<(), Error> {
-        testcase.add_metadata(DecisionSpans::of(region()));
+        if let Some(observer) = observers.get(&self.observer) {
+            testcase.add_metadata(observer.spans());
+        }
         Ok(())
     }
 }
 
 /// Tags every kept input with its decision spans (for inputs kept by the
 /// coverage feedbacks, which know nothing of decisions).
-#[derive(Debug, Default)]
-pub struct SpansFeedback;
+#[derive(Debug)]
+pub struct SpansFeedback {
+    observer: Handle<PropertyObserver>,
+}
+
+impl SpansFeedback {
+    pub fn new(observer: &PropertyObserver) -> SpansFeedback {
+        SpansFeedback {
+            observer: observer.handle(),
+        }
+    }
+}
 
 impl Named for SpansFeedback {
     fn name(&self) -> &Cow<'static, str> {
@@ -293,16 +295,18 @@ impl Named for SpansFeedback {
 
 impl<S> StateInitializer<S> for SpansFeedback {}
 
-impl<EM, OT, S> Feedback<EM, BytesInput, OT, S> for SpansFeedback {
+impl<EM, OT: MatchNameRef, S> Feedback<EM, BytesInput, OT, S> for SpansFeedback {
     fn append_metadata(
         &mut self,
         _state: &mut S,
         _manager: &mut EM,
-        _observers: &OT,
+        observers: &OT,
         testcase: &mut Testcase<BytesInput>,
     ) -> Result<(), Error> {
-        if !testcase.has_metadata::<DecisionSpans>() {
-            testcase.add_metadata(DecisionSpans::of(region()));
+        if !testcase.has_metadata::<DecisionSpans>()
+            && let Some(observer) = observers.get(&self.observer)
+        {
+            testcase.add_metadata(observer.spans());
         }
         Ok(())
     }
@@ -361,7 +365,9 @@ impl<EM, OT: MatchNameRef, S: HasMetadata + HasExecutions> Feedback<EM, BytesInp
         observers: &OT,
         testcase: &mut Testcase<BytesInput>,
     ) -> Result<(), Error> {
-        testcase.add_metadata(DecisionSpans::of(region()));
+        if let Some(observer) = observers.get(&self.observer) {
+            testcase.add_metadata(observer.spans());
+        }
         if let Some(signature) = observers
             .get(&self.observer)
             .and_then(|o| o.signature.clone())

@@ -1,35 +1,36 @@
 //! `dst-fuzz`: the explorer. It treats every decision a target takes as
 //! mutated input bytes and searches, coverage-guided, for runs that break a
-//! property; then replays, shrinks and explains what it found.
+//! property; then hands what it found to the kernel's finding pipeline
+//! (`dst_kernel::finding`: replayed, shrunk, explained).
 //!
 //! How the parts fit:
 //! - [`target!`] turns a closure into a target binary whose command line
 //!   ([`cli`]) offers `fuzz`, `replay`, `minimize`, `report` and `catalog`;
-//!   the `cargo-dst-fuzz` binary builds targets (with sanitizer coverage on
-//!   the user's crates) and calls those commands.
-//! - [`explore`] wires LibAFL: the harness runs a [`subject::Subject`], a
-//!   closure in this process (`dst_executors::InProcess`) or another
-//!   program through its fork server (`dst_executors::Process`, for
-//!   `cargo dst-fuzz run --cmd`); [`feedback`] holds the observers, feedbacks
-//!   and objective that read the region; [`mutators`] edits whole decisions;
-//!   [`coverage`] receives the edge counters.
-//! - [`findings`] turns a failing input into a replayed, shrunk, explained
-//!   finding; [`store`] keeps corpus, campaign and findings on disk with
-//!   atomic writes; [`report`] prints the property table.
+//!   the `cargo-dst-fuzz` binary ([`driver`]) builds targets (with sanitizer
+//!   coverage on the user's crates) and calls those commands, or explores
+//!   another program itself (`--cmd`). [`args`] defines the flags both share.
+//! - [`explore`] wires LibAFL to any `dst_kernel::Executor`: a closure in
+//!   this process (`dst_executors::InProcess`) or another program through
+//!   its fork server (`dst_executors::Process`). `feedback` (crate-private)
+//!   holds the observers, feedbacks and objective that read the region;
+//!   `mutators` edits whole decisions.
+//! - [`store`] keeps corpus, campaign and findings on disk with atomic
+//!   writes; [`report`] prints the property table; [`exit`] is the one
+//!   table of exit statuses.
 //!
-//! Only this crate names LibAFL types.
+//! Only this crate names LibAFL types, and none of them is public.
 
+pub mod args;
 pub mod cli;
-pub mod coverage;
+pub mod driver;
+
 pub mod exit;
 pub mod explore;
-pub mod feedback;
-pub mod findings;
-pub mod monitor;
-pub mod mutators;
+pub(crate) mod feedback;
+pub(crate) mod monitor;
+pub(crate) mod mutators;
 pub mod report;
 pub mod store;
-pub mod subject;
 
 /// Defines a target binary's `main` from a closure using the `dst` API:
 ///

@@ -111,3 +111,11 @@ impl Monitor for StatusMonitor {
         Ok(())
     }
 }
+
+/// Edges covered so far in this campaign (0 for an uninstrumented binary,
+/// whose stand-in map is never written).
+pub(crate) fn covered<S: libafl::HasNamedMetadata>(state: &S) -> usize {
+    state
+        .named_metadata::<libafl::feedbacks::MapFeedbackMetadata<u8>>("edges")
+        .map_or(0, |m| m.num_covered_map_indexes)
+}

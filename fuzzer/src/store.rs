@@ -35,7 +35,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn libafl(err: libafl::Error) -> StoreError {
+    pub(crate) fn libafl(err: libafl::Error) -> StoreError {
         StoreError::Libafl(err.to_string())
     }
 
@@ -103,7 +103,7 @@ pub fn load_corpus(dir: &Path) -> Result<Vec<Vec<u8>>, StoreError> {
 }
 
 /// Writes corpus entries `from..` of the state's corpus; returns the count saved.
-pub fn save_corpus<S: HasCorpus<BytesInput>>(
+pub(crate) fn save_corpus<S: HasCorpus<BytesInput>>(
     state: &S,
     from: usize,
     dir: &Path,
@@ -173,4 +173,13 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, StoreError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+impl From<dst_kernel::finding::Unwritable> for StoreError {
+    fn from(e: dst_kernel::finding::Unwritable) -> StoreError {
+        StoreError::Unwritable {
+            path: e.path,
+            source: e.source,
+        }
+    }
 }

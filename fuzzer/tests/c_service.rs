@@ -355,7 +355,7 @@ fn path_input(path: u8) -> Vec<u8> {
 
 #[test]
 fn one_crash_has_one_signature_and_every_scribble_is_reported() {
-    use dst_executors::{Process, Runner};
+    use dst_executors::{Executor, Process};
     use dst_kernel::{Outcome, Signature};
     // The same program built twice, under two names: a crash's signature
     // depends on neither the run nor the binary's name.

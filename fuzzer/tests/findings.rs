@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use dst_executors::InProcess;
 use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
 
 /// Sevens drawn so far in this process.
 static SEVENS: AtomicU32 = AtomicU32::new(0);
@@ -34,11 +34,7 @@ fn a_failure_that_did_not_replay_is_found_again_later() {
     options.timeout = Duration::from_secs(10);
     options.shrink_budget = 1000;
     options.stop_on_finding = true;
-    let summary = explore_here(
-        InProcessSubject::new(flaky_seven, options.timeout),
-        &options,
-    )
-    .expect("the campaign runs");
+    let summary = explore_here(InProcess::new(flaky_seven), &options).expect("the campaign runs");
     let sevens = SEVENS.load(Ordering::Relaxed);
     assert!(sevens > 1000, "{sevens} sevens in {}", summary.executions);
     let [finding] = summary.findings.as_slice() else {

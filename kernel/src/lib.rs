@@ -1,43 +1,40 @@
 //! `dst-kernel`: the seed-to-run contract, the same at every executor level.
 //!
 //! A run is a pure function of (target, input bytes): the target's SDK reads
-//! every decision from the input (see [`dst::decision`] for the encoding), and
-//! an executor hands the kernel the region afterwards. From there:
+//! every decision from the input (see [`dst::decision`] for the encoding).
+//! Every level runs targets behind one trait, [`Executor`] (its doc comment
+//! states the protocol: [`End`] of run, the run's region, its coverage
+//! maps). From there:
 //! - [`RunRecord`] (in `record`) is what one run yields: outcome, decisions
 //!   consumed, the decision trace, coverage, assertion state, trace hash.
 //! - [`replay`] reruns an input and names the first divergent decision: the
-//!   determinism check that catches a target reading the clock.
+//!   determinism check that catches a target reading the clock; [`confirm`]
+//!   counts how often a failure comes back.
 //! - [`shrink()`] finds a shortlex-minimal input with the same failure
-//!   [`Signature`], and the shortest failing prefix under the nominal tail.
+//!   [`Signature`], and [`bisect_prefix`] the shortest failing prefix under
+//!   the nominal tail.
+//! - [`finding`] is the pipeline from a failing input to a finding folder
+//!   (confirm, shrink, bisect, explain, write), over any executor.
 //! - [`campaign`] keeps what a campaign learned (corpus, per-property state,
 //!   coverage), serializable so that a campaign stops and resumes.
 //!
-//! The kernel never runs a target itself: it drives a [`Runner`], which an
-//! executor (`dst-executors`) provides for each level. No LibAFL here.
+//! Executors live in `dst-executors`; the explorer (LibAFL) in `dst-fuzz`.
+//! Nothing here names LibAFL.
 
 pub mod campaign;
+pub mod executor;
+pub mod finding;
 pub mod record;
 pub mod replay;
 pub mod shrink;
 
 pub use campaign::{Campaign, Novelty, Property, Status};
+pub use executor::{Coverage, End, Executor, Map, StandIn};
 pub use record::{Outcome, RunRecord, Signature, SiteRun};
 pub use replay::{
     Confirmation, Determinism, Divergence, check_determinism, confirm, first_divergence,
 };
 pub use shrink::{Shrunk, bisect_prefix, normalize, shortlex_less, shrink};
-
-/// Something that runs one input against a target and returns its record:
-/// the kernel's only view of an executor.
-pub trait Runner {
-    fn run(&mut self, input: &[u8]) -> RunRecord;
-}
-
-impl<F: FnMut(&[u8]) -> RunRecord> Runner for F {
-    fn run(&mut self, input: &[u8]) -> RunRecord {
-        self(input)
-    }
-}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder,
 /// synced, then renamed over `path`. A crash at any point leaves either the

@@ -3,6 +3,8 @@
 use std::fmt;
 
 use dst::region::{DecisionRecord, Event, RegionRef, SITE_HIT};
+
+use crate::End;
 use serde::{Deserialize, Serialize};
 
 /// How a run ended.
@@ -109,43 +111,45 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// Reads the record of the run that just ended in `region`. `crash` is the
-    /// executor's observation (a panic, a signal) and `timed_out` whether it
-    /// cut the run short; an assertion failure is read from the region.
-    pub fn read(region: RegionRef<'_>, crash: Option<Outcome>, timed_out: bool) -> RunRecord {
-        RunRecord::read_with(region, crash, timed_out, true, None)
+    /// Reads the record of the run that just ended in `region` as `end`
+    /// (what the executor saw: a crash, a timeout); an assertion failure is
+    /// read from the region, and named from `catalog`.
+    pub fn read(region: RegionRef<'_>, end: End, catalog: &[dst::catalog::SiteInfo]) -> RunRecord {
+        RunRecord::read_with(region, end, true, catalog)
     }
 
-    /// [`RunRecord::read`] for a target in another binary, whose catalog
-    /// (read from its file) names the failing property.
-    pub fn read_foreign(
-        region: RegionRef<'_>,
-        crash: Option<Outcome>,
-        timed_out: bool,
-        catalog: &[dst::catalog::SiteInfo],
-    ) -> RunRecord {
-        RunRecord::read_with(region, crash, timed_out, true, Some(catalog))
-    }
-
-    /// Like [`RunRecord::read_foreign`], without the decision trace,
-    /// coverage and events: what the explorer needs after every execution,
-    /// cheaply. `catalog` names a failing property as a full read would, so
-    /// that the signature seen here is the one a replay sees.
+    /// Like [`RunRecord::read`], without the decision trace, coverage and
+    /// events: what the explorer needs after every execution, cheaply. The
+    /// signature seen here is the one a full read sees.
     pub fn summary(
         region: RegionRef<'_>,
-        crash: Option<Outcome>,
-        timed_out: bool,
+        end: End,
         catalog: &[dst::catalog::SiteInfo],
     ) -> RunRecord {
-        RunRecord::read_with(region, crash, timed_out, false, Some(catalog))
+        RunRecord::read_with(region, end, false, catalog)
+    }
+
+    /// The record of a run whose region cannot be trusted (it killed the
+    /// process that held it): its outcome alone.
+    pub fn outcome_only(outcome: Outcome) -> RunRecord {
+        RunRecord {
+            outcome,
+            consumed: 0,
+            decision_count: 0,
+            decisions: Vec::new(),
+            trace_hash: 0,
+            sites: Vec::new(),
+            coverage: Vec::new(),
+            events: Vec::new(),
+            status: 0,
+        }
     }
 
     fn read_with(
         region: RegionRef<'_>,
-        crash: Option<Outcome>,
-        timed_out: bool,
+        end: End,
         full: bool,
-        catalog: Option<&[dst::catalog::SiteInfo]>,
+        catalog: &[dst::catalog::SiteInfo],
     ) -> RunRecord {
         let h = region.header();
         let order = std::sync::atomic::Ordering::Acquire;
@@ -171,28 +175,28 @@ impl RunRecord {
         // SAFETY: `coverage_ptr` is the validated coverage section; the run is
         // over, so nothing writes to it while we read.
         let map = unsafe { std::slice::from_raw_parts(map, if full { len } else { 0 }) };
-        let coverage = map
+        let coverage: Vec<(u32, u8)> = map
             .iter()
             .enumerate()
             .filter(|(_, c)| **c != 0)
             .map(|(i, c)| (i as u32, *c))
             .collect();
         let failure = h.first_failure.load(order);
-        let outcome = if timed_out {
-            Outcome::Timeout
-        } else if let Some(crash) = crash {
-            crash
-        } else if failure != 0 {
-            let site = (failure - 1) as u32;
-            let message = match catalog {
-                Some(catalog) => catalog.get(site as usize).map(|s| s.message.clone()),
-                None => dst::catalog::get(site as usize).map(|s| s.message.to_string()),
+        let outcome = match end {
+            End::Timeout => Outcome::Timeout,
+            End::Crash(crash) => crash,
+            End::Ok if failure != 0 => {
+                let site = (failure - 1) as u32;
+                let message = catalog
+                    .get(site as usize)
+                    .map(|s| s.message.clone())
+                    .unwrap_or_else(|| format!("site #{site}"));
+                Outcome::AssertionFailure { site, message }
             }
-            .unwrap_or_else(|| format!("site #{site}"));
-            Outcome::AssertionFailure { site, message }
-        } else {
-            Outcome::Pass
+            End::Ok => Outcome::Pass,
         };
+        debug_assert!(sites.windows(2).all(|w| w[0].index < w[1].index));
+        debug_assert!(!full || coverage.len() <= region.sections().coverage_size);
         RunRecord {
             outcome,
             consumed: h.cursor.load(order),

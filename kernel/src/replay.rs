@@ -3,7 +3,7 @@
 use dst::region::DecisionRecord;
 use serde::{Deserialize, Serialize};
 
-use crate::{RunRecord, Runner, Signature};
+use crate::{Executor, RunRecord, Signature};
 
 /// Where two runs of one input first differ.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ pub enum Determinism {
 /// reproduces the first: the same trace hash and the same outcome. Returns the
 /// first run's record and the verdict.
 pub fn check_determinism(
-    runner: &mut impl Runner,
+    runner: &mut (impl Executor + ?Sized),
     input: &[u8],
     times: u32,
 ) -> (RunRecord, Determinism) {
@@ -132,7 +132,7 @@ impl Confirmation {
 /// failure that a busy machine or a flaky target hides on some replays is
 /// still counted on the others.
 pub fn confirm(
-    runner: &mut impl Runner,
+    runner: &mut (impl Executor + ?Sized),
     input: &[u8],
     expected: Option<&Signature>,
     times: u32,

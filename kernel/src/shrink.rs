@@ -10,7 +10,7 @@
 
 use dst::decision::{SEED_BYTES, materialize, tail_seed};
 
-use crate::{RunRecord, Runner, Signature};
+use crate::{Executor, RunRecord, Signature};
 
 /// Strips what cannot change the run: trailing zero bytes after a zero seed
 /// (the nominal tail is zeros anyway), and an all-zero seed with nothing after.
@@ -40,7 +40,7 @@ pub struct Shrunk {
     pub runs: u64,
 }
 
-struct Search<'a, R: Runner> {
+struct Search<'a, R: Executor + ?Sized> {
     runner: &'a mut R,
     signature: &'a Signature,
     budget: u64,
@@ -49,7 +49,7 @@ struct Search<'a, R: Runner> {
     record: RunRecord,
 }
 
-impl<R: Runner> Search<'_, R> {
+impl<R: Executor + ?Sized> Search<'_, R> {
     /// Runs `candidate`; adopts it if it keeps the signature and is smaller.
     fn try_adopt(&mut self, candidate: Vec<u8>) -> bool {
         let candidate = normalize(candidate);
@@ -59,6 +59,10 @@ impl<R: Runner> Search<'_, R> {
         self.runs += 1;
         let record = self.runner.run(&candidate);
         if record.signature().as_ref() == Some(self.signature) {
+            debug_assert!(
+                shortlex_less(&candidate, &self.best),
+                "the best only shrinks"
+            );
             self.best = candidate;
             self.record = record;
             true
@@ -166,7 +170,7 @@ const SMALL_VALUES: u8 = 32;
 /// Shrinks `input`, which must fail with `signature`, within `budget` runs.
 /// Returns `None` if `input` does not reproduce the signature.
 pub fn shrink(
-    runner: &mut impl Runner,
+    runner: &mut (impl Executor + ?Sized),
     input: &[u8],
     signature: &Signature,
     budget: u64,
@@ -213,6 +217,11 @@ pub fn shrink(
             break;
         }
     }
+    debug_assert_eq!(search.record.signature().as_ref(), Some(signature));
+    debug_assert!(
+        search.runs <= budget.max(runs) + 1,
+        "the budget bounds the runs"
+    );
     Some(Shrunk {
         input: search.best,
         record: search.record,
@@ -225,24 +234,26 @@ pub fn shrink(
 /// Returns the prefix input (zero seed + prefix bytes) and the prefix length,
 /// or `None` if the materialized input does not fail.
 pub fn bisect_prefix(
-    runner: &mut impl Runner,
+    runner: &mut (impl Executor + ?Sized),
     input: &[u8],
     signature: &Signature,
 ) -> Option<(Vec<u8>, usize)> {
     let record = runner.run(input);
     let full = materialize(input, record.consumed);
     let prefix = |k: usize| normalize(full[..SEED_BYTES + k].to_vec());
-    let fails = |runner: &mut _, k: usize| {
-        Runner::run(runner, &prefix(k)).signature().as_ref() == Some(signature)
-    };
+    let mut fails = |k: usize| runner.run(&prefix(k)).signature().as_ref() == Some(signature);
+    debug_assert!(
+        full.len() >= SEED_BYTES,
+        "a materialized input starts with its seed"
+    );
     let mut hi = full.len() - SEED_BYTES;
-    if !fails(runner, hi) {
+    if !fails(hi) {
         return None;
     }
     let mut lo = 0;
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if fails(runner, mid) {
+        if fails(mid) {
             hi = mid;
         } else {
             lo = mid + 1;

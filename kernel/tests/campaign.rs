@@ -1,6 +1,6 @@
 //! Campaign bookkeeping: property status, novelty, save and resume.
 
-use dst_executors::{Executor, InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 use dst_kernel::campaign::CampaignError;
 use dst_kernel::{Campaign, Status};
 
@@ -24,7 +24,7 @@ fn input(x: u8) -> Vec<u8> {
 #[test]
 fn statuses_follow_the_runs() {
     let mut exec = InProcess::new(target);
-    let mut campaign = Campaign::new(exec.catalog());
+    let mut campaign = Campaign::new(exec.catalog().to_vec());
     let status = |c: &Campaign, m: &str| c.properties[m].status();
     assert_eq!(status(&campaign, "x is never 3"), Status::Unfound);
 
@@ -74,7 +74,7 @@ fn a_campaign_saves_and_resumes() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("campaign.json");
     let mut exec = InProcess::new(target);
-    let mut campaign = Campaign::new(exec.catalog());
+    let mut campaign = Campaign::new(exec.catalog().to_vec());
     for x in 0..4 {
         campaign.observe(&input(x), &exec.run(&input(x)));
     }
@@ -104,8 +104,8 @@ fn a_campaign_saves_and_resumes() {
 #[test]
 fn campaigns_merge() {
     let mut exec = InProcess::new(target);
-    let mut a = Campaign::new(exec.catalog());
-    let mut b = Campaign::new(exec.catalog());
+    let mut a = Campaign::new(exec.catalog().to_vec());
+    let mut b = Campaign::new(exec.catalog().to_vec());
     a.observe(&input(0), &exec.run(&input(0)));
     b.observe(&input(2), &exec.run(&input(2)));
     b.observe(&input(3), &exec.run(&input(3)));

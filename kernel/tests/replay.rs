@@ -1,6 +1,6 @@
 //! Replay and the determinism check.
 
-use dst_executors::{InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 use dst_kernel::{Determinism, check_determinism};
 
 fn well_behaved() {

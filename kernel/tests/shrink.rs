@@ -1,7 +1,7 @@
 //! The shrinker and prefix bisection on real in-process targets.
 
 use dst::decision::SEED_BYTES;
-use dst_executors::{InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 use dst_kernel::{Signature, bisect_prefix, shrink};
 
 /// Fails only when three specific decisions among twenty line up.

@@ -133,7 +133,7 @@ fn a_c_program_runs_in_local_mode() {
 
 #[test]
 fn the_process_executor_runs_a_c_program_over_shared_memory() {
-    use dst_executors::{Executor, Process, Runner};
+    use dst_executors::{Executor, Process};
     use dst_kernel::Signature;
     use std::time::Duration;
 
@@ -224,7 +224,7 @@ fn the_process_executor_runs_a_c_program_over_shared_memory() {
 
 #[test]
 fn trace_pc_coverage_reaches_the_region() {
-    use dst_executors::{Process, Runner};
+    use dst_executors::{Executor, Process};
     use std::time::Duration;
 
     let binary = build_with("basic", "coverage", &["-fsanitize-coverage=trace-pc"]);
@@ -260,7 +260,7 @@ fn trace_pc_coverage_reaches_the_region() {
 
 #[test]
 fn clang_trace_pc_guard_coverage_reaches_the_region() {
-    use dst_executors::{Process, Runner};
+    use dst_executors::{Executor, Process};
     use std::time::Duration;
 
     // CI installs clang; on a machine without it there is nothing to test.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use dst_executors::{Process, Runner};
+use dst_executors::{Executor, Process};
 use dst_kernel::{Outcome, RunRecord};
 
 fn target_dir() -> PathBuf {

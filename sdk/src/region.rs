@@ -882,6 +882,10 @@ impl<'a> RegionRef<'a> {
         // A target may have written anything here: clamp it.
         let used = (header.events_len.load(Ordering::Acquire) as usize).min(s.events_capacity);
         let need = 4 + bytes.len();
+        debug_assert!(
+            bytes.len() <= u32::MAX as usize,
+            "an event's length fits its prefix"
+        );
         if used + need > s.events_capacity {
             header
                 .status
@@ -937,6 +941,11 @@ impl<'a> RegionRef<'a> {
         let s = self.sections;
         let h = self.header();
         let len = input.len().min(s.input_capacity);
+        debug_assert!(
+            coverage <= s.coverage_size,
+            "the map is {} bytes, not {coverage}",
+            s.coverage_size
+        );
         // SAFETY: all writes stay within sections `validate` checked; no run is
         // in progress, so nothing else accesses these bytes.
         unsafe {

@@ -81,6 +81,10 @@ pub unsafe fn attach(base: *mut u8, len: usize) -> Result<(), RegionError> {
 
 /// Makes `region` the current one, in recording mode.
 fn install(region: &'static Region) {
+    debug_assert!(
+        region.view().sections().total_size > 0,
+        "only validated regions are installed"
+    );
     let mut inner = inner();
     inner.stream = None;
     REGION.store(std::ptr::from_ref(region).cast_mut(), Ordering::Release);
@@ -474,10 +478,17 @@ pub(crate) fn decide(
     let stream = inner.stream.as_mut().expect("set above");
     let offset = stream.cursor;
     stream.read(region.input(), bytes);
+    debug_assert_eq!(
+        stream.cursor,
+        offset + bytes.len() as u64,
+        "a decision consumes exactly its width"
+    );
     header.cursor.store(stream.cursor, Ordering::Release);
     let value = value_of(bytes);
     let site_id = site.id();
     let index = header.decisions.load(Ordering::Relaxed);
+    // Decisions are taken under the decision lock, one index each.
+    debug_assert!(index < u64::MAX / 2, "decision counter corrupt: {index}");
     region.put_decision(
         index,
         DecisionRecord {

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use dst::decision::{FAULT_THRESHOLD, tail_bytes};
-use dst_executors::{InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 use rand_core::Rng as _;
 
 /// What one run of `probe` returned.

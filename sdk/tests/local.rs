@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use dst_executors::{InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 use serde_json::Value;
 
 /// The target the children run.

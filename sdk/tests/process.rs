@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dst_executors::{Executor, Process, Runner};
+use dst_executors::{Executor, Process};
 use dst_kernel::Signature;
 
 /// target/debug/examples/persistent, built here (`cargo test` builds it
@@ -31,7 +31,7 @@ fn example() -> PathBuf {
 #[test]
 fn a_rust_binary_runs_under_the_process_executor_in_persistent_mode() {
     let mut exec = Process::new(&example(), &[], Duration::from_secs(5)).unwrap();
-    let messages: Vec<String> = exec.catalog().into_iter().map(|s| s.message).collect();
+    let messages: Vec<String> = exec.catalog().iter().map(|s| s.message.clone()).collect();
     assert!(
         messages.contains(&"the decisions are never 13 then 37".to_string()),
         "{messages:?}"

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dst::region::{Event, FLAG_TRACE_SITES};
 use dst::sim::{self, Config, Sim, SimError, Stats, disk, net, time};
-use dst_executors::{Executor, InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 
 /// Three clients each send 20 numbered messages to a sink that records
 /// what arrives; a run returns the arrival log and the stats.

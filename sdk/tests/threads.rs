@@ -8,7 +8,7 @@ use dst::region::{Event, FLAG_TRACE_SITES};
 use dst::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use dst::sync::{Condvar, Mutex, mpsc};
 use dst::thread;
-use dst_executors::{Executor, InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 use dst_kernel::{Outcome, Signature};
 
 /// Two threads do a racy read-then-write increment.

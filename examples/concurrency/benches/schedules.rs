@@ -9,9 +9,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use dst_executors::InProcess;
+use dst_executors::{Executor as _, InProcess};
 use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
 
 /// The same programs on shuttle's types; a failed check panics, as
 /// shuttle expects.
@@ -65,10 +64,7 @@ fn dst_to_bug(name: &str, seed: u64, budget: u64) -> Option<u64> {
     options.shrink_budget = 0;
     options.stop_on_finding = true;
     let owned = name.to_string();
-    let subject = InProcessSubject::new(
-        move || dst_example_concurrency::run(&owned),
-        options.timeout,
-    );
+    let subject = InProcess::new(move || dst_example_concurrency::run(&owned));
     let summary = explore_here(subject, &options).expect("campaign");
     let _ = std::fs::remove_dir_all(&dir);
     summary.findings.first().map(|f| f.executions)
@@ -80,7 +76,7 @@ fn dst_rate(program: fn(), runs: u64) -> f64 {
     let mut exec = InProcess::new(program);
     let start = Instant::now();
     for seed in 1..=runs {
-        exec.run_raw(&seed.to_le_bytes());
+        exec.execute(&seed.to_le_bytes());
     }
     runs as f64 / start.elapsed().as_secs_f64()
 }
@@ -121,7 +117,7 @@ fn main() {
             let mut runs = [0u32; 4];
             let mut hits = [0u32; 4];
             for seed in 1..=2000u64 {
-                let record = dst_kernel::Runner::run(&mut exec, &seed.to_le_bytes());
+                let record = dst_kernel::Executor::run(&mut exec, &seed.to_le_bytes());
                 let strategy = record
                     .decisions
                     .iter()

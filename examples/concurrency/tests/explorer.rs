@@ -6,8 +6,8 @@ mod explorer;
 
 use std::time::Duration;
 
+use dst_executors::InProcess;
 use dst_fuzz::explore::{Options, explore_here};
-use dst_fuzz::subject::InProcessSubject;
 
 /// Explores `name` in-process with explorer seed `seed` for at most
 /// `runs` executions; returns the executions to the first finding and
@@ -29,8 +29,7 @@ fn explore(name: &str, runs: u64, seed: u64) -> Option<(u64, String)> {
     options.shrink_budget = 500;
     options.stop_on_finding = true;
     let name = name.to_string();
-    let subject =
-        InProcessSubject::new(move || dst_example_concurrency::run(&name), options.timeout);
+    let subject = InProcess::new(move || dst_example_concurrency::run(&name));
     let summary = explore_here(subject, &options).expect("the campaign runs");
     let _ = std::fs::remove_dir_all(&dir);
     summary

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use dst_example_distributed::{Bug, explore, simulate};
-use dst_executors::InProcess;
+use dst_executors::{Executor as _, InProcess};
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -30,7 +30,7 @@ fn main() {
     let start = Instant::now();
     let n = 2_000u64;
     for seed in 1..=n {
-        exec.run_raw(&seed.to_le_bytes());
+        exec.execute(&seed.to_le_bytes());
     }
     let rate = n as f64 / start.elapsed().as_secs_f64();
     println!("simulated runs per second (correct store, random faults): {rate:.0}");

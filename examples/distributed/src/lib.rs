@@ -164,8 +164,8 @@ pub struct Found {
 /// temporary folder; returns the first finding and the executions and
 /// seconds the campaign took. For the tests and the benchmark.
 pub fn explore(bug: &'static str, seed: u64, runs: u64, stop: bool) -> (Option<Found>, u64, f64) {
+    use dst_executors::InProcess;
     use dst_fuzz::explore::{Options, explore_here};
-    use dst_fuzz::subject::InProcessSubject;
     // LibAFL's in-process executor hooks are per process: one campaign at
     // a time.
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -181,7 +181,7 @@ pub fn explore(bug: &'static str, seed: u64, runs: u64, stop: bool) -> (Option<F
     options.timeout = Duration::from_secs(10);
     options.shrink_budget = 200;
     options.stop_on_finding = stop;
-    let subject = InProcessSubject::new(move || simulate(Bug::from_name(bug)), options.timeout);
+    let subject = InProcess::new(move || simulate(Bug::from_name(bug)));
     let summary = explore_here(subject, &options).expect("the campaign runs");
     let found = summary.findings.first().map(|f| Found {
         executions: f.executions,

@@ -3,7 +3,7 @@
 //! budget; the finding's run replays exactly.
 
 use dst_example_distributed::{Bug, explore, simulate};
-use dst_executors::{InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 
 fn finds(bug: &'static str, runs: u64, seed: u64, message: &str) {
     let (found, _, _) = explore(bug, seed, runs, true);

@@ -3,7 +3,7 @@
 #[path = "../../common/explorer.rs"]
 mod explorer;
 
-use dst_executors::{InProcess, Runner};
+use dst_executors::{Executor, InProcess};
 
 #[test]
 fn the_explorer_finds_the_lost_writes() {

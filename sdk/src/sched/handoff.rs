@@ -142,6 +142,10 @@ impl Drop for Exit {
 
 fn exited() {
     let mut alive = ALIVE.lock().unwrap_or_else(|p| p.into_inner());
+    debug_assert!(
+        *alive > 0,
+        "a controlled thread exited twice, or was never counted"
+    );
     *alive = alive.saturating_sub(1);
     ALIVE_CHANGED.notify_all();
 }

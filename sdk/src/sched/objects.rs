@@ -96,6 +96,8 @@ pub fn release_either(obj: usize, site: Site) -> bool {
 fn release_held(sched: &mut Sched, obj: usize, op: Op, me: usize, site: Site) {
     let object = sched.objects.entry(obj).or_default();
     if op == Op::ReadUnlock {
+        // Saturating, not asserted: a C target may unlock an rwlock it does
+        // not hold (its bug, which the run then shows, not the SDK's).
         object.readers = object.readers.saturating_sub(1);
     } else {
         object.holder = None;

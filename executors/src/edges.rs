@@ -6,8 +6,7 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use libafl::HasNamedMetadata;
-use libafl::feedbacks::MapFeedbackMetadata;
+use dst_kernel::Map;
 
 static START: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 static LEN: AtomicUsize = AtomicUsize::new(0);
@@ -43,24 +42,20 @@ pub unsafe extern "C" fn __sanitizer_cov_8bit_counters_init(start: *mut u8, stop
 pub unsafe extern "C" fn __sanitizer_cov_pcs_init(_start: *const usize, _stop: *const usize) {}
 
 /// The edge counters: the instrumented range, or a one-byte stand-in.
-pub fn edges() -> (*mut u8, usize) {
+pub fn map() -> Map<'static> {
     let start = START.load(Ordering::Acquire);
-    if start.is_null() {
-        ((&raw mut FALLBACK).cast::<u8>(), 1)
-    } else {
-        (start, LEN.load(Ordering::Acquire))
+    // SAFETY: the counters are static memory registered before `main` (or
+    // the static stand-in), written only by instrumented code as it runs.
+    unsafe {
+        if start.is_null() {
+            Map::from_raw_parts((&raw mut FALLBACK).cast::<u8>(), 1)
+        } else {
+            Map::from_raw_parts(start, LEN.load(Ordering::Acquire))
+        }
     }
 }
 
 /// Whether the binary was built with edge instrumentation.
 pub fn instrumented() -> bool {
     !START.load(Ordering::Acquire).is_null()
-}
-
-/// Edges covered so far in this campaign (0 for an uninstrumented binary,
-/// whose stand-in map is never written).
-pub fn covered<S: HasNamedMetadata>(state: &S) -> usize {
-    state
-        .named_metadata::<MapFeedbackMetadata<u8>>("edges")
-        .map_or(0, |m| m.num_covered_map_indexes)
 }

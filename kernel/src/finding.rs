@@ -1,18 +1,38 @@
-//! Turning a failing input into a finding: replayed several times (a flaky
-//! one is marked so, with its first divergent decision), shrunk,
-//! prefix-bisected, explained, and written to `findings/NAME/<signature>/`.
+//! The finding pipeline, the same at every level: a failing input is
+//! replayed several times (a flaky one is marked so, with its first
+//! divergent decision), shrunk, prefix-bisected, explained, and written to
+//! `findings/NAME/<signature>/` ([`process`]). It drives any [`Executor`];
+//! failures that hang or kill the process are replayed through the
+//! executor's [`Executor::isolated`] form.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use dst::catalog::SiteInfo;
-use dst::region::{Event, FLAG_TRACE_SITES};
-use dst_executors::Executor;
-use dst_kernel::{Outcome, RunRecord, Runner, Signature, bisect_prefix, confirm, shrink};
+use dst::region::{Event, FLAG_TRACE_SITES, RegionRef};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::store::{self, StoreError};
+use crate::{
+    Coverage, End, Executor, Outcome, RunRecord, Signature, bisect_prefix, confirm, shrink,
+    write_atomic,
+};
+
+/// A finding folder or file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to {path}: {source}")]
+pub struct Unwritable {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), Unwritable> {
+    write_atomic(path, bytes).map_err(|source| Unwritable {
+        path: path.to_path_buf(),
+        source,
+    })
+}
 
 /// Replays before a finding is reported.
 pub const REPLAYS: u32 = 5;
@@ -180,7 +200,7 @@ pub fn explain(record: &RunRecord) -> Vec<DecisionLine> {
 }
 
 /// Runs `input` with decision sites traced.
-pub fn traced_run(runner: &mut impl Executor, input: &[u8]) -> RunRecord {
+pub fn traced_run(runner: &mut (impl Executor + ?Sized), input: &[u8]) -> RunRecord {
     runner.set_flags(FLAG_TRACE_SITES);
     let record = runner.run(input);
     runner.set_flags(0);
@@ -235,14 +255,34 @@ pub fn describe(record: &RunRecord, catalog: &[SiteInfo]) -> Value {
     }
 }
 
-/// Whether a failure with this signature can only be replayed in a forked
-/// child: it hangs, or kills the process.
-pub fn needs_fork(signature: &Signature) -> bool {
+/// Whether a failure with this signature can only be replayed in isolation
+/// (a child process per run): it hangs, or kills the process.
+pub fn needs_isolation(signature: &Signature) -> bool {
     match signature {
         Signature::Timeout => true,
         Signature::Crash { cause, .. } => cause != "panic",
         Signature::Property { .. } => false,
     }
+}
+
+/// Shrinking budget for findings whose every candidate may cost a timeout
+/// or a fork.
+pub const SLOW_SHRINK_BUDGET: u64 = 100;
+
+/// The crash of a run that killed the explorer's own process (a target in
+/// this process): the explorer saw it die, but not of what.
+pub fn process_death() -> Outcome {
+    Outcome::Crash {
+        cause: "signal".to_string(),
+        message: "the target was killed by a signal".to_string(),
+        location: None,
+    }
+}
+
+/// Whether `signature` is that of [`process_death`]: it names no failure
+/// a replay could confirm (the replay in a child process names the signal).
+pub fn is_process_death(signature: &Signature) -> bool {
+    process_death().signature().as_ref() == Some(signature)
 }
 
 /// What became of a failing input.
@@ -254,8 +294,8 @@ pub enum Processed {
     /// client's).
     Known,
     /// No replay failed the way the explorer saw: not a finding (yet). The
-    /// caller forgets the signature, so the next input that fails that way
-    /// gets its own chance.
+    /// caller says so and forgets the signature, so the next input that
+    /// fails that way gets its own chance.
     Unconfirmed,
 }
 
@@ -263,17 +303,42 @@ pub enum Processed {
 /// the failure being confirmed is not a timeout (a busy machine, not the
 /// target) is run once more with a generous limit, so that load cannot
 /// turn a crash or a failed assertion into a timeout.
-struct Patient<'a, E: Executor> {
+struct Patient<'a, E: Executor + ?Sized> {
     runner: &'a mut E,
     expected: Option<&'a Signature>,
 }
 
 /// The limit of a patient replay: ten times the run's, at least 10 s.
-fn patient_limit(timeout: std::time::Duration) -> std::time::Duration {
-    (timeout * 10).max(std::time::Duration::from_secs(10))
+fn patient_limit(timeout: Duration) -> Duration {
+    (timeout * 10).max(Duration::from_secs(10))
 }
 
-impl<E: Executor> Runner for Patient<'_, E> {
+impl<E: Executor + ?Sized> Executor for Patient<'_, E> {
+    fn execute(&mut self, input: &[u8]) -> End {
+        self.runner.execute(input)
+    }
+    fn region(&self) -> RegionRef<'_> {
+        self.runner.region()
+    }
+    fn catalog(&self) -> &[SiteInfo] {
+        self.runner.catalog()
+    }
+    fn coverage(&mut self) -> Coverage<'_> {
+        self.runner.coverage()
+    }
+    fn flags(&self) -> u64 {
+        self.runner.flags()
+    }
+    fn set_flags(&mut self, flags: u64) {
+        self.runner.set_flags(flags);
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.runner.timeout()
+    }
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.runner.set_timeout(timeout);
+    }
+
     fn run(&mut self, input: &[u8]) -> RunRecord {
         let record = self.runner.run(input);
         let (Outcome::Timeout, Some(timeout)) = (&record.outcome, self.runner.timeout()) else {
@@ -289,32 +354,75 @@ impl<E: Executor> Runner for Patient<'_, E> {
     }
 }
 
-/// Processes one failing input into a finding folder. `expected` is the
-/// failure the explorer saw (`None` when it could not name it, as when the
-/// target killed the explorer's process): it is the finding's signature if
-/// any of [`REPLAYS`] replays fails that way.
-#[allow(clippy::too_many_arguments)]
+/// Where and how findings are written.
+#[derive(Debug, Clone, Copy)]
+pub struct Pipeline<'a> {
+    /// The campaign's findings folder.
+    pub dir: &'a Path,
+    /// Runs the shrinker may spend per finding.
+    pub shrink_budget: u64,
+    /// The per-run limit of isolated replays (of failures that hang or kill
+    /// the process).
+    pub timeout: Duration,
+    /// How a finding is reproduced (written into finding.json): a template
+    /// whose `{input}` stands for the finding's input file; `None`: this
+    /// binary's own `replay` command.
+    pub reproduce: Option<&'a Value>,
+}
+
+/// Processes one failing input into a finding folder. `seen` is the failure
+/// the explorer saw; it is the finding's signature if any of [`REPLAYS`]
+/// replays fails that way (a [`process_death`] names no failure: the first
+/// replay's is taken). Failures that hang or kill the process are replayed
+/// through `exec`'s isolated form, with at most [`SLOW_SHRINK_BUDGET`] runs
+/// spent shrinking them. `known` holds the folder names of findings so far.
 pub fn process(
-    runner: &mut impl Executor,
-    catalog: &[SiteInfo],
+    exec: &mut (impl Executor + ?Sized),
+    input: &[u8],
+    seen: Option<&Signature>,
+    found: Found,
+    known: &mut BTreeSet<String>,
+    pipeline: &Pipeline<'_>,
+) -> Result<Processed, Unwritable> {
+    let expected = seen.filter(|s| !is_process_death(s));
+    let slow = seen.is_some_and(needs_isolation);
+    if slow && let Some(mut isolated) = exec.isolated(pipeline.timeout) {
+        let budget = pipeline.shrink_budget.min(SLOW_SHRINK_BUDGET);
+        return process_with(
+            &mut *isolated,
+            input,
+            expected,
+            found,
+            known,
+            pipeline,
+            budget,
+        );
+    }
+    let budget = if seen == Some(&Signature::Timeout) {
+        pipeline.shrink_budget.min(SLOW_SHRINK_BUDGET)
+    } else {
+        pipeline.shrink_budget
+    };
+    process_with(exec, input, expected, found, known, pipeline, budget)
+}
+
+fn process_with(
+    runner: &mut (impl Executor + ?Sized),
     input: &[u8],
     expected: Option<&Signature>,
     found: Found,
-    dir: &Path,
     known: &mut BTreeSet<String>,
+    pipeline: &Pipeline<'_>,
     shrink_budget: u64,
-    reproduce: Option<&Value>,
-) -> Result<Processed, StoreError> {
+) -> Result<Processed, Unwritable> {
+    let dir = pipeline.dir;
+    let reproduce = pipeline.reproduce;
     let confirmation = confirm(&mut Patient { runner, expected }, input, expected, REPLAYS);
     let Some(signature) = confirmation
         .signature
         .clone()
         .filter(|_| confirmation.reproduced > 0)
     else {
-        let seen = expected.map_or("a failure".to_string(), |s| s.to_string());
-        eprintln!(
-            "dst-fuzz: {seen} did not come back in {REPLAYS} replays of its input; not reported (flaky target?)"
-        );
         return Ok(Processed::Unconfirmed);
     };
     let name = slug(&signature);
@@ -347,7 +455,7 @@ pub fn process(
         .filter(|d| d.value != 0)
         .filter_map(|d| d.fault.as_deref())
         .collect();
-    let mut description = describe(&record, catalog);
+    let mut description = describe(&record, runner.catalog());
     let extra = json!({
         "signature": signature,
         "flaky": flaky,
@@ -396,17 +504,17 @@ pub fn process(
     // Write into a temporary folder, then rename it into place.
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|source| StoreError::Unwritable {
+    std::fs::create_dir_all(&tmp).map_err(|source| Unwritable {
         path: tmp.clone(),
         source,
     })?;
-    store::write(&tmp.join("input"), &shrunk)?;
-    store::write(&tmp.join("original"), input)?;
+    write(&tmp.join("input"), &shrunk)?;
+    write(&tmp.join("original"), input)?;
     if let Some((prefix, _)) = &prefix {
-        store::write(&tmp.join("prefix"), prefix)?;
+        write(&tmp.join("prefix"), prefix)?;
     }
     let text = serde_json::to_vec_pretty(&description).expect("JSON values serialize");
-    store::write(&tmp.join("finding.json"), &text)?;
+    write(&tmp.join("finding.json"), &text)?;
     if let Err(source) = std::fs::rename(&tmp, &path) {
         let _ = std::fs::remove_dir_all(&tmp);
         if path.exists() {
@@ -414,7 +522,7 @@ pub fn process(
             known.insert(name);
             return Ok(Processed::Known);
         }
-        return Err(StoreError::Unwritable { path, source });
+        return Err(Unwritable { path, source });
     }
     known.insert(name);
     Ok(Processed::New(FindingSummary {

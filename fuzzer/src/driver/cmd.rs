@@ -1,0 +1,220 @@
+//! `--cmd`: exploring, replaying and minimizing another program (a C or
+//! C++ service linking libdst, or any binary using the SDK) through the
+//! process executor.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+
+use super::Failure;
+use super::build::FuzzCrate;
+use crate::args::CampaignArgs;
+use crate::exit;
+use crate::explore::Options;
+use crate::store::StoreError;
+
+/// A program to explore in its own process, over shared memory.
+#[derive(Args, Debug, Clone)]
+pub struct CmdArgs {
+    /// The target is the program after `--`, run through its fork server.
+    #[arg(long)]
+    pub cmd: bool,
+    /// Start the fork server at dst_setup_complete (DST_DEFER=1), so setup
+    /// runs once.
+    #[arg(long, requires = "cmd")]
+    pub defer: bool,
+    /// The program and its arguments.
+    #[arg(last = true)]
+    pub command: Vec<OsString>,
+}
+
+impl CmdArgs {
+    /// The program and its executor, when --cmd is given.
+    pub fn process(&self, timeout: Duration) -> Result<Option<dst_executors::Process>, Failure> {
+        if !self.cmd {
+            return Ok(None);
+        }
+        self.process_with(timeout, self.catalog()?).map(Some)
+    }
+
+    /// The executor for the program, given its catalog (read once).
+    pub fn process_with(
+        &self,
+        timeout: Duration,
+        catalog: Vec<dst::catalog::SiteInfo>,
+    ) -> Result<dst_executors::Process, Failure> {
+        let (program, args) = self.program()?;
+        let mut exec = dst_executors::Process::with_catalog(&program, args, timeout, catalog)
+            .map_err(|e| (exit::BAD_INPUT, e))?;
+        exec.set_defer(self.defer);
+        Ok(exec)
+    }
+
+    /// The program (found on PATH if need be) and its arguments.
+    pub fn program(&self) -> Result<(PathBuf, &[OsString]), Failure> {
+        let Some((program, args)) = self.command.split_first() else {
+            return Err((
+                exit::USAGE,
+                "--cmd needs the program after `--`: --cmd -- ./service ARGS".into(),
+            ));
+        };
+        Ok((which(Path::new(program))?, args))
+    }
+
+    /// The program's catalog: its dst_catalog section, or asked of a Rust
+    /// binary.
+    pub fn catalog(&self) -> Result<Vec<dst::catalog::SiteInfo>, Failure> {
+        dst_executors::elf::program_catalog(&self.program()?.0).map_err(|e| (exit::BAD_INPUT, e))
+    }
+
+    /// The default name of the program's files: its file name.
+    pub fn name(&self) -> String {
+        self.command
+            .first()
+            .and_then(|p| Path::new(p).file_stem())
+            .map_or_else(|| "cmd".into(), |s| s.to_string_lossy().into_owned())
+    }
+
+    /// The command line, quoted for a shell.
+    pub fn shell_words(&self) -> String {
+        self.command
+            .iter()
+            .map(|w| {
+                let w = w.to_string_lossy();
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/._-=:,".contains(c))
+                {
+                    w.into_owned()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// `program` as given when it names a file, else found on PATH.
+pub fn which(program: &Path) -> Result<PathBuf, Failure> {
+    if program.components().count() > 1 || program.is_file() {
+        return Ok(program.to_path_buf());
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            (
+                exit::USAGE,
+                format!("no program {} on PATH", program.display()),
+            )
+        })
+}
+
+/// The options of `run --cmd`: the campaign `args` on the program, its
+/// files in the fuzz crate's folders under `name`, and findings that say
+/// how to replay them with the same command line.
+pub fn options(fuzz: &FuzzCrate, name: &str, cmd: &CmdArgs, args: &CampaignArgs) -> Options {
+    let words = cmd.shell_words();
+    let defer = if cmd.defer { " --defer" } else { "" };
+    let mut options = args.options(
+        name,
+        fuzz.corpus(name),
+        fuzz.findings(name),
+        fuzz.campaign(name),
+    );
+    options.reproduce = Some(serde_json::json!({
+        "explain": format!("cargo dst-fuzz replay {{input}} --cmd{defer} -- {words}"),
+        "debugger": format!("DST_INPUT={{input}} gdb --args {words}"),
+    }));
+    options
+}
+
+/// `run --cmd`: the explorer loop in this process, over the program's fork
+/// server.
+pub fn run(
+    fuzz: &FuzzCrate,
+    name: &str,
+    cmd: &CmdArgs,
+    args: &CampaignArgs,
+) -> Result<i32, Failure> {
+    let catalog = cmd.catalog()?;
+    let options = options(fuzz, name, cmd, args);
+    // Each client makes its own executor (its own segment and fork server).
+    let client_catalog = catalog.clone();
+    let timeout = options.timeout;
+    let make = move || match cmd.process_with(timeout, client_catalog) {
+        Ok(exec) => Ok(exec),
+        Err((_, message)) => Err(StoreError::Libafl(message)),
+    };
+    let output = crate::cli::Output {
+        json: args.json,
+        quiet: args.quiet,
+    };
+    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(super::store_failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(words: &[&str], defer: bool) -> CmdArgs {
+        CmdArgs {
+            cmd: true,
+            defer,
+            command: words.iter().map(OsString::from).collect(),
+        }
+    }
+
+    #[test]
+    fn command_lines_are_quoted_for_a_shell() {
+        let c = cmd(&["./kv", "--port=7", "a b", "it's"], false);
+        assert_eq!(c.shell_words(), "./kv --port=7 'a b' 'it'\\''s'");
+        assert_eq!(c.name(), "kv");
+        assert_eq!(cmd(&[], false).name(), "cmd");
+    }
+
+    #[test]
+    fn a_cmd_campaign_says_how_to_replay_its_findings() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            args: CampaignArgs,
+        }
+        let flags = Flags::parse_from(["x", "--runs", "5", "--shrink-budget", "7"]);
+        let fuzz = FuzzCrate {
+            dir: PathBuf::from("fz"),
+        };
+        let options = options(&fuzz, "kv", &cmd(&["./kv", "-q"], true), &flags.args);
+        assert_eq!(options.runs, Some(5));
+        assert_eq!(options.shrink_budget, 7, "the flag, not a fixed budget");
+        assert_eq!(options.corpus_dir, PathBuf::from("fz/corpus/kv"));
+        assert_eq!(options.campaign_file, PathBuf::from("fz/campaigns/kv.json"));
+        let reproduce = options.reproduce.expect("a template");
+        assert_eq!(
+            reproduce["explain"],
+            "cargo dst-fuzz replay {input} --cmd --defer -- ./kv -q"
+        );
+        assert_eq!(
+            reproduce["debugger"],
+            "DST_INPUT={input} gdb --args ./kv -q"
+        );
+    }
+
+    #[test]
+    fn a_program_is_found_on_path_or_taken_as_given() {
+        assert_eq!(
+            which(Path::new("./no/such")).unwrap(),
+            PathBuf::from("./no/such")
+        );
+        let sh = which(Path::new("sh")).expect("sh is on PATH");
+        assert!(sh.is_absolute() && sh.is_file());
+        let (code, _) = which(Path::new("no-such-program-dst")).unwrap_err();
+        assert_eq!(code, exit::USAGE);
+    }
+}

@@ -1,0 +1,420 @@
+//! `cargo dst-fuzz`, as a library: the binary only parses its arguments
+//! and calls [`main`].
+//!
+//! - [`build`]: the fuzz crate (targets through `cargo metadata`, built with
+//!   sanitizer coverage on the user's crates through the rustc wrapper);
+//! - [`cmd`]: `--cmd`, another program explored through the process
+//!   executor;
+//! - [`init`]: the fuzz crate `init` writes;
+//! - here: the command line (sharing [`crate::args`] with target binaries),
+//!   and calling a target binary with it.
+
+pub mod build;
+pub mod cmd;
+pub mod init;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::{Parser, Subcommand};
+
+use crate::args::{CampaignArgs, MinimizeArgs, ReplayArgs};
+use crate::exit;
+use build::FuzzCrate;
+use cmd::CmdArgs;
+
+/// `cargo-dst-fuzz` with `args` (its own name first): as rustc wrapper
+/// when cargo calls it so, else the command line. Returns the exit status.
+pub fn main(mut args: Vec<OsString>) -> i32 {
+    if std::env::var_os("DST_FUZZ_RUSTC_WRAPPER").is_some() && args.len() >= 2 {
+        return build::rustc_wrapper(&args[1..]);
+    }
+    // `cargo dst-fuzz ...` runs `cargo-dst-fuzz dst-fuzz ...`.
+    if args.get(1).is_some_and(|a| a == "dst-fuzz") {
+        args.remove(1);
+    }
+    let cli: Cli = match crate::args::parse(args) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err((code, message)) => {
+            eprintln!("cargo dst-fuzz: {message}");
+            code
+        }
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "cargo dst-fuzz",
+    bin_name = "cargo dst-fuzz",
+    about = "Explore dst targets: find, shrink and replay runs that break their properties"
+)]
+pub struct Cli {
+    /// The fuzz crate's folder (holding its Cargo.toml).
+    #[arg(long, global = true, default_value = "fuzz")]
+    pub fuzz_dir: PathBuf,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Create a fuzz/ folder with one example target in the crate here.
+    Init {
+        /// The crate's folder.
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
+    /// List the targets.
+    List,
+    /// Build a target with edge coverage.
+    Build { name: String },
+    /// Explore a target: build it with coverage, then search for runs that
+    /// break its properties. With --cmd, explore any program linking libdst
+    /// (or the dst crate): `run --cmd -- ./service ARGS`.
+    Run {
+        /// The target (with --cmd: a name for its files, by default the
+        /// program's file name).
+        name: Option<String>,
+        #[command(flatten)]
+        args: CampaignArgs,
+        #[command(flatten)]
+        cmd: CmdArgs,
+    },
+    /// Reproduce and explain a run: `replay NAME FILE`, or
+    /// `replay FILE --cmd -- ./service ARGS`.
+    Replay {
+        /// NAME FILE, or FILE with --cmd.
+        #[arg(num_args = 1..=2, required = true)]
+        args: Vec<String>,
+        #[command(flatten)]
+        replay: ReplayArgs,
+        #[command(flatten)]
+        cmd: CmdArgs,
+    },
+    /// Shrink a failing input: `minimize NAME FILE`, or
+    /// `minimize FILE --cmd -- ./service ARGS`.
+    Minimize {
+        /// NAME FILE, or FILE with --cmd.
+        #[arg(num_args = 1..=2, required = true)]
+        args: Vec<String>,
+        #[command(flatten)]
+        minimize: MinimizeArgs,
+        #[command(flatten)]
+        cmd: CmdArgs,
+    },
+    /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
+    Report {
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        cmd: CmdArgs,
+    },
+    /// Check a history of any system for linearizability: Jepsen logs (as
+    /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
+    /// histories) or JSON lines (see dst-oracles' `format` module). Exit
+    /// status 0 linearizable, 1 not (with the operations that cannot be
+    /// linearized together), 4 bad input (with the line at fault), 8 the
+    /// budget ran out before a verdict.
+    Lincheck {
+        /// The sequential specification: register, kv, queue or set.
+        #[arg(long)]
+        model: dst_oracles::ModelName,
+        file: PathBuf,
+        /// jepsen, kv (Porcupine's EDN key-value events) or jsonl (default:
+        /// told from the content).
+        #[arg(long)]
+        format: Option<dst_oracles::Format>,
+        /// Give up (status 3) after this long (e.g. 10s).
+        #[arg(long, value_parser = crate::args::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every assertion and fault site of a target, or of any binary
+    /// linking libdst (when NAME is a path to a file: read from its
+    /// dst_catalog section, without running it).
+    Catalog {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// An exit status and the one line that says why.
+pub type Failure = (i32, String);
+
+/// Runs a parsed command line; returns the exit status or why it failed.
+pub fn run(cli: Cli) -> Result<i32, Failure> {
+    let fuzz = FuzzCrate {
+        dir: cli.fuzz_dir.clone(),
+    };
+    match cli.command {
+        Cmd::Init { path } => init::init(&path),
+        Cmd::List => {
+            for name in fuzz.targets()? {
+                println!("{name}");
+            }
+            Ok(exit::OK)
+        }
+        Cmd::Build { name } => fuzz.build(&name).map(|_| exit::OK),
+        Cmd::Run { name, args, cmd } => {
+            if cmd.cmd {
+                let name = name.unwrap_or_else(|| cmd.name());
+                return cmd::run(&fuzz, &name, &cmd, &args);
+            }
+            let name = name.ok_or((exit::USAGE, "which target? `run NAME`".to_string()))?;
+            let binary = fuzz.build(&name)?;
+            let mut flags: Vec<OsString> = vec!["fuzz".into()];
+            flags.extend(fuzz.paths(&name));
+            flags.extend(args.to_args());
+            call(&name, &binary, &flags)
+        }
+        Cmd::Replay { args, replay, cmd } => {
+            let (name, file) = name_and_file(&args, cmd.cmd, "replay")?;
+            if let Some(mut exec) = cmd.process(replay.timeout())? {
+                let input = crate::store::read_input(&file).map_err(store_failure)?;
+                return crate::cli::replay_with(&mut exec, &input, replay.json)
+                    .map_err(store_failure);
+            }
+            let binary = fuzz.build(&name)?;
+            let mut flags: Vec<OsString> = vec!["replay".into(), file.into()];
+            flags.extend(replay.to_args());
+            call(&name, &binary, &flags)
+        }
+        Cmd::Minimize {
+            args,
+            minimize,
+            cmd,
+        } => {
+            let (name, file) = name_and_file(&args, cmd.cmd, "minimize")?;
+            if let Some(mut exec) = cmd.process(minimize.timeout())? {
+                return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
+                    .map_err(store_failure);
+            }
+            let binary = fuzz.build(&name)?;
+            let mut flags: Vec<OsString> = vec!["minimize".into(), file.into()];
+            flags.extend(minimize.to_args());
+            call(&name, &binary, &flags)
+        }
+        Cmd::Report { name, json, cmd } => {
+            if cmd.cmd {
+                let name = name.unwrap_or_else(|| cmd.name());
+                return crate::cli::report_command(&fuzz.campaign(&name), &cmd.catalog()?, json)
+                    .map_err(store_failure);
+            }
+            let name = name.ok_or((exit::USAGE, "which target? `report NAME`".to_string()))?;
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["report".into(), "--campaign".into()];
+            args.push(fuzz.campaign(&name).into());
+            if json {
+                args.push("--json".into());
+            }
+            call(&name, &binary, &args)
+        }
+        Cmd::Lincheck {
+            model,
+            file,
+            format,
+            timeout,
+            json,
+        } => lincheck(model, &file, format, timeout, json),
+        Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
+            let sites =
+                dst_executors::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
+            crate::report::print_catalog(&sites, json);
+            Ok(exit::OK)
+        }
+        Cmd::Catalog { name, json } => {
+            let binary = fuzz.build(&name)?;
+            let mut args: Vec<OsString> = vec!["catalog".into()];
+            if json {
+                args.push("--json".into());
+            }
+            call(&name, &binary, &args)
+        }
+    }
+}
+
+fn lincheck(
+    model: dst_oracles::ModelName,
+    file: &Path,
+    format: Option<dst_oracles::Format>,
+    timeout: Option<std::time::Duration>,
+    json: bool,
+) -> Result<i32, Failure> {
+    let mut options = dst_oracles::CheckOptions::default();
+    options.budget.timeout = timeout;
+    let report = dst_oracles::lincheck_file_with(model, file, format, &options)
+        .map_err(|e| (exit::BAD_INPUT, e.to_string()))?;
+    if json {
+        let text = serde_json::to_string(&report).map_err(|e| (exit::INTERNAL, e.to_string()))?;
+        println!("{text}");
+    } else {
+        println!("{report}");
+    }
+    Ok(match report.verdict {
+        dst_oracles::Verdict::Linearizable => exit::OK,
+        dst_oracles::Verdict::Violation(_) => exit::FINDING,
+        dst_oracles::Verdict::Unknown => exit::INCONCLUSIVE,
+    })
+}
+
+/// The positional arguments of `replay` and `minimize`: `NAME FILE`, or
+/// `FILE` alone with --cmd (the name is then unused and empty).
+fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, PathBuf), Failure> {
+    match (args, cmd) {
+        ([file], true) => Ok((String::new(), PathBuf::from(file))),
+        ([name, file], false) => Ok((name.clone(), PathBuf::from(file))),
+        (_, true) => Err((
+            exit::USAGE,
+            format!("with --cmd: {verb} FILE --cmd -- PROGRAM"),
+        )),
+        (_, false) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
+    }
+}
+
+fn store_failure(err: crate::store::StoreError) -> Failure {
+    (err.exit_code(), err.to_string())
+}
+
+/// Runs a target binary and passes its exit status on; a status the
+/// explorer never uses means the target died before the explorer ran.
+fn call(name: &str, binary: &Path, args: &[OsString]) -> Result<i32, Failure> {
+    let status = Command::new(binary)
+        .args(args)
+        .env_remove("DST_FUZZ_RUSTC_WRAPPER")
+        .status()
+        .map_err(|e| {
+            (
+                exit::INTERNAL,
+                format!("cannot run {}: {e}", binary.display()),
+            )
+        })?;
+    match status.code() {
+        Some(code)
+            if [
+                exit::OK,
+                exit::FINDING,
+                exit::USAGE,
+                exit::BAD_INPUT,
+                exit::UNWRITABLE,
+                exit::INTERNAL,
+            ]
+            .contains(&code) =>
+        {
+            Ok(code)
+        }
+        other => Err((
+            exit::SETUP_FAILED,
+            format!(
+                "target {name} died before the explorer finished ({}): does it panic or crash while setting up, outside the fuzzed closure?",
+                other.map_or_else(
+                    || {
+                        use std::os::unix::process::ExitStatusExt;
+                        format!("signal {}", status.signal().unwrap_or(0))
+                    },
+                    |c| format!("exit status {c}")
+                )
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Cli {
+        Cli::try_parse_from(["cargo-dst-fuzz"].iter().chain(words)).unwrap()
+    }
+
+    #[test]
+    fn run_takes_the_campaign_flags_of_a_target_binary() {
+        let cli = parse(&[
+            "run",
+            "bank",
+            "--runs",
+            "9",
+            "--shrink-budget",
+            "3",
+            "--quiet",
+        ]);
+        let Cmd::Run { name, args, cmd } = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(name.as_deref(), Some("bank"));
+        assert!(!cmd.cmd);
+        assert_eq!(
+            (args.runs, args.shrink_budget, args.quiet),
+            (Some(9), 3, true)
+        );
+    }
+
+    #[test]
+    fn replay_passes_its_time_limit_on() {
+        let cli = parse(&["replay", "bank", "in", "--timeout-ms", "4000", "--json"]);
+        let Cmd::Replay { args, replay, .. } = cli.command else {
+            panic!("not replay")
+        };
+        assert_eq!(args, ["bank", "in"]);
+        let flags: Vec<String> = replay
+            .to_args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(flags, ["--timeout-ms", "4000", "--json"]);
+    }
+
+    #[test]
+    fn help_describes_every_campaign_flag() {
+        use clap::CommandFactory;
+        let mut command = Cli::command();
+        let run = command.find_subcommand_mut("run").expect("run");
+        let help = run.render_long_help().to_string();
+        for flag in [
+            "--runs",
+            "--time",
+            "--seed",
+            "--timeout-ms",
+            "--shrink-budget",
+            "--json",
+            "--quiet",
+            "--stop-on-finding",
+            "--jobs",
+        ] {
+            let line = help
+                .lines()
+                .position(|l| l.trim_start().starts_with(flag))
+                .unwrap_or_else(|| panic!("{flag} missing from\n{help}"));
+            let described = help
+                .lines()
+                .nth(line + 1)
+                .is_some_and(|l| !l.trim().is_empty());
+            assert!(described, "{flag} has no help text:\n{help}");
+        }
+    }
+
+    #[test]
+    fn positional_arguments_of_replay_and_minimize() {
+        let two = ["bank".to_string(), "f".to_string()];
+        assert_eq!(
+            name_and_file(&two, false, "replay").unwrap(),
+            ("bank".to_string(), PathBuf::from("f"))
+        );
+        assert_eq!(
+            name_and_file(&two, true, "replay").unwrap_err().0,
+            exit::USAGE
+        );
+        assert_eq!(
+            name_and_file(&two[1..], true, "minimize").unwrap().1,
+            PathBuf::from("f")
+        );
+    }
+}

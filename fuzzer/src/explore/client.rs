@@ -1,0 +1,292 @@
+//! One client: the LibAFL fuzzer around a target, seeded, run until the
+//! budget is spent.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use dst_kernel::{Campaign, End, Executor, finding};
+use libafl::HasMetadata;
+use libafl::corpus::{Corpus, InMemoryCorpus};
+use libafl::events::{
+    AwaitRestartSafe, EventFirer, EventReceiver, EventRestarter, HasEventManagerId,
+    ProgressReporter, SendExiting,
+};
+use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
+use libafl::feedback_or;
+use libafl::feedbacks::MaxMapFeedback;
+use libafl::fuzzer::{Evaluator, Fuzzer, StdFuzzer};
+use libafl::inputs::BytesInput;
+use libafl::mutators::{HavocScheduledMutator, havoc_mutations};
+use libafl::observers::{HitcountsMapObserver, StdMapObserver};
+use libafl::schedulers::QueueScheduler;
+use libafl::stages::StdMutationalStage;
+use libafl::state::{HasCorpus, HasExecutions, HasMaxSize, StdState};
+use libafl_bolts::rands::StdRand;
+use libafl_bolts::tuples::tuple_list;
+
+use super::stages::{FindingStage, Progress, SaveStage};
+use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, Summary};
+use crate::feedback::{
+    CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
+    SpansFeedback, Target,
+};
+use crate::mutators::{ChangeDecision, SpliceDecisions, ZeroDecisions};
+use crate::store::{self, StoreError};
+
+/// The LibAFL state of one client.
+pub(crate) type State =
+    StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
+
+/// What a client needs of its LibAFL event manager (the simple one for a
+/// single client, the LLMP restarting one under the launcher).
+pub(crate) trait ClientManager:
+    EventFirer<BytesInput, State>
+    + EventRestarter<State>
+    + EventReceiver<BytesInput, State>
+    + ProgressReporter<State>
+    + SendExiting
+    + AwaitRestartSafe
+    + HasEventManagerId
+{
+}
+
+impl<EM> ClientManager for EM where
+    EM: EventFirer<BytesInput, State>
+        + EventRestarter<State>
+        + EventReceiver<BytesInput, State>
+        + ProgressReporter<State>
+        + SendExiting
+        + AwaitRestartSafe
+        + HasEventManagerId
+{
+}
+
+/// One client's campaign: build the fuzzer around `exec`, seed it, fuzz
+/// until the budget is spent, and save corpus, findings and campaign (to
+/// `campaign_file`) along the way. `restored` is the state a restarting
+/// event manager hands back after a crash of this client.
+pub(crate) fn client<EM: ClientManager>(
+    exec: Box<dyn Executor>,
+    options: &Options,
+    restored: Option<State>,
+    mut mgr: EM,
+    campaign: Campaign,
+    campaign_file: &Path,
+) -> Result<Summary, StoreError> {
+    let result = client_inner(exec, options, restored, &mut mgr, campaign, campaign_file);
+    // Finished or failed, this client is not to be restarted.
+    mgr.send_exiting().map_err(StoreError::libafl)?;
+    result
+}
+
+/// The time limit LibAFL's executor enforces around one run: the run's own
+/// limit for a target in this process; more for an executor that enforces
+/// the limit itself (and reports a timeout as an end of run).
+fn harness_timeout(exec: &dyn Executor, timeout: Duration) -> Duration {
+    match exec.timeout() {
+        Some(_) => timeout * 3 + Duration::from_secs(10),
+        None => timeout,
+    }
+}
+
+fn client_inner<EM: ClientManager>(
+    exec: Box<dyn Executor>,
+    options: &Options,
+    restored: Option<State>,
+    mgr: &mut EM,
+    campaign: Campaign,
+    campaign_file: &Path,
+) -> Result<Summary, StoreError> {
+    let started = Instant::now();
+    let executions_before = campaign.executions;
+    store::ensure_dir(&options.corpus_dir)?;
+    store::ensure_dir(&options.findings_dir)?;
+    let known = store::known_findings(&options.findings_dir)?;
+    let limit = harness_timeout(&*exec, options.timeout);
+    let target = Rc::new(RefCell::new(Target { exec, end: None }));
+
+    let ((edges_ptr, edges_len), (decisions_ptr, decisions_len)) = {
+        let mut t = target.borrow_mut();
+        let maps = t.exec.coverage();
+        (
+            (maps.edges.as_mut_ptr(), maps.edges.len()),
+            (maps.decisions.as_mut_ptr(), maps.decisions.len()),
+        )
+    };
+    // SAFETY: the executor's maps stay at their addresses for its whole life
+    // (the `Executor` protocol); it lives in `target`, which this function
+    // holds until after the observers (owned by `executor`) are dropped.
+    let edges = HitcountsMapObserver::new(unsafe {
+        StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len)
+    });
+    // SAFETY: as above.
+    let decisions = HitcountsMapObserver::new(unsafe {
+        StdMapObserver::from_mut_ptr("decisions", decisions_ptr, decisions_len)
+    });
+    let properties = PropertyObserver::new(target.clone());
+
+    let mut feedback = feedback_or!(
+        MaxMapFeedback::new(&edges),
+        MaxMapFeedback::new(&decisions),
+        PropertyFeedback::new(&properties, campaign),
+        SpansFeedback::new(&properties)
+    );
+    let mut objective = FindingObjective::new(&properties);
+    let mut state = match restored {
+        Some(state) => state,
+        None => {
+            let mut state = StdState::new(
+                StdRand::with_seed(options.seed),
+                InMemoryCorpus::<BytesInput>::new(),
+                InMemoryCorpus::new(),
+                &mut feedback,
+                &mut objective,
+            )
+            .map_err(StoreError::libafl)?;
+            state.set_max_size(1 << 16);
+            state.add_metadata(FindingsAtStart {
+                names: known.clone(),
+            });
+            state
+        }
+    };
+    let mut fuzzer = StdFuzzer::new(QueueScheduler::new(), feedback, objective);
+
+    let harness_target = target.clone();
+    let mut harness = move |input: &BytesInput| {
+        let mut t = harness_target.borrow_mut();
+        t.end = None;
+        let end = t.exec.execute(input.as_ref());
+        let kind = match end {
+            End::Ok => ExitKind::Ok,
+            End::Crash(_) => ExitKind::Crash,
+            End::Timeout => ExitKind::Timeout,
+        };
+        t.end = Some(end);
+        kind
+    };
+    let mut executor = InProcessExecutor::builder()
+        .harness(&mut harness)
+        .observers(tuple_list!(edges, decisions, properties))
+        .timeout(limit)
+        .fuzzer(&mut fuzzer)
+        .state(&mut state)
+        .event_mgr(mgr)
+        .build()
+        .map_err(StoreError::libafl)?;
+
+    if state.corpus().count() == 0 {
+        // Seeds: the saved corpus, the nominal run, and random tails: more
+        // of them when the nominal run has controlled threads (it took a
+        // strategy decision), each then a random schedule of a random
+        // strategy (direct, PCT, POS) for mutation to start from.
+        let mut seeds = store::load_corpus(&options.corpus_dir)?;
+        seeds.push(Vec::new());
+        for seed in &seeds {
+            fuzzer
+                .evaluate_input(
+                    &mut state,
+                    &mut executor,
+                    mgr,
+                    &BytesInput::new(seed.clone()),
+                )
+                .map_err(StoreError::libafl)?;
+        }
+        let threads = target
+            .borrow()
+            .exec
+            .region()
+            .decisions()
+            .iter()
+            .any(|d| d.kind == dst::decision::Kind::Strategy as u8);
+        let tails = if threads {
+            RANDOM_SEEDS_THREADS
+        } else {
+            RANDOM_SEEDS
+        };
+        for i in 1..=tails {
+            let seed = (options.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i)
+                .max(1)
+                .to_le_bytes()
+                .to_vec();
+            fuzzer
+                .evaluate_input(&mut state, &mut executor, mgr, &BytesInput::new(seed))
+                .map_err(StoreError::libafl)?;
+        }
+        if state.corpus().count() == 0 {
+            fuzzer
+                .add_input(&mut state, &mut executor, mgr, BytesInput::new(Vec::new()))
+                .map_err(StoreError::libafl)?;
+        }
+    }
+
+    let progress = Rc::new(RefCell::new(Progress::new(known)));
+    let mut stages = tuple_list!(
+        StdMutationalStage::new(HavocScheduledMutator::new(havoc_mutations())),
+        StdMutationalStage::new(HavocScheduledMutator::new(tuple_list!(
+            ChangeDecision,
+            ZeroDecisions,
+            SpliceDecisions
+        ))),
+        FindingStage::new(
+            target.clone(),
+            options,
+            progress.clone(),
+            started,
+            executions_before
+        ),
+        SaveStage::new(
+            options,
+            campaign_file,
+            progress.clone(),
+            executions_before,
+            *state.executions()
+        ),
+    );
+
+    loop {
+        let done = progress
+            .borrow()
+            .spent(options, *state.executions(), started.elapsed());
+        if done {
+            break;
+        }
+        if let Err(e) = fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, mgr) {
+            // A stage's own error (a finding that cannot be written) first.
+            let error = progress.borrow_mut().error.take();
+            return Err(error.unwrap_or_else(|| StoreError::libafl(e)));
+        }
+    }
+    let saved = progress.borrow().saved_corpus;
+    store::save_corpus(&state, saved, &options.corpus_dir)?;
+    let campaign = state
+        .metadata::<CampaignMeta>()
+        .map_err(StoreError::libafl)?
+        .campaign
+        .clone();
+    store::save_campaign(&campaign, campaign_file)?;
+    let mut findings = std::mem::take(&mut progress.borrow_mut().findings);
+    // Findings made by earlier lives of this client (before a restart) too.
+    if let Ok(at_start) = state.metadata::<FindingsAtStart>() {
+        let reported: BTreeSet<PathBuf> = findings.iter().map(|f| f.path.clone()).collect();
+        for name in store::known_findings(&options.findings_dir)?.difference(&at_start.names) {
+            let path = options.findings_dir.join(name);
+            if !reported.contains(&path)
+                && let Some(summary) = finding::read_summary(&path)
+            {
+                findings.push(summary);
+            }
+        }
+    }
+    Ok(Summary {
+        executions: *state.executions(),
+        seconds: started.elapsed().as_secs_f64(),
+        corpus: state.corpus().count(),
+        edges: crate::monitor::covered(&state),
+        findings,
+        campaign,
+    })
+}
