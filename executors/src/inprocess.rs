@@ -1,7 +1,7 @@
 //! The in-process executor: the target is a closure in this process.
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
@@ -88,26 +88,40 @@ impl<F: FnMut()> InProcess<F> {
 
 impl<F> Drop for InProcess<F> {
     fn drop(&mut self) {
-        let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
-        if dst::runtime::attached() == self.region.view().base() {
-            dst::detach();
-        }
+        detach(&self.region);
+    }
+}
+
+/// Resets `region` with `input` and makes it the SDK's for one run in this
+/// process, until the guard is dropped (runs of every executor in this
+/// process are serialized by it). The region must be detached with
+/// [`detach`] before it is dropped.
+pub(crate) fn attach<'a>(region: &Region, input: &[u8], flags: u64) -> MutexGuard<'a, ()> {
+    let guard = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
+    let view = region.view();
+    view.reset(input, flags);
+    if dst::runtime::attached() != view.base() {
+        let len = view.sections().total_size;
+        // SAFETY: the region is owned by the executor calling this; it stays
+        // attached until another executor attaches its own or the owner is
+        // dropped (which detaches it), and the ATTACHED lock serializes runs.
+        unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
+    }
+    debug_assert_eq!(dst::runtime::attached(), view.base());
+    guard
+}
+
+/// Detaches `region` from the SDK if it is attached.
+pub(crate) fn detach(region: &Region) {
+    let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
+    if dst::runtime::attached() == region.view().base() {
+        dst::detach();
     }
 }
 
 impl<F: FnMut()> Executor for InProcess<F> {
     fn execute(&mut self, input: &[u8]) -> End {
-        let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
-        let view = self.region.view();
-        view.reset(input, self.flags);
-        if dst::runtime::attached() != view.base() {
-            let len = view.sections().total_size;
-            // SAFETY: the region is owned by `self`; it stays attached until
-            // another executor attaches its own or `self` is dropped (which
-            // detaches it), and the ATTACHED lock serializes runs.
-            unsafe { dst::attach(view.base(), len) }.expect("an owned region always validates");
-        }
-        debug_assert_eq!(dst::runtime::attached(), view.base());
+        let _attached = attach(&self.region, input, self.flags);
         IN_RUN.with(|r| r.set(true));
         let result = dst::thread::run_body(&mut self.target);
         IN_RUN.with(|r| r.set(false));

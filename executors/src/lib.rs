@@ -12,9 +12,11 @@
 //!   through its fork server (or one process per input) over a region in a
 //!   named shared-memory segment; its catalog is read from its binary
 //!   ([`elf`]), its crashes are symbolized from its DWARF ([`symbolize`]).
+//! - [`wasm`]: a WebAssembly module in an embedded interpreter (wasmi),
+//!   with WASI provided by dst, restored from a snapshot between runs.
 //!
-//! Still to come, behind the same trait: wasm, a CPU emulator and a KVM
-//! virtual machine.
+//! Still to come, behind the same trait: a CPU emulator and a KVM virtual
+//! machine.
 
 pub mod edges;
 pub mod elf;
@@ -22,8 +24,10 @@ pub mod fork;
 pub mod inprocess;
 pub mod process;
 pub mod symbolize;
+pub mod wasm;
 
 pub use dst_kernel::{Coverage, End, Executor, Map, RunRecord};
 pub use fork::Forking;
 pub use inprocess::InProcess;
 pub use process::Process;
+pub use wasm::Wasm;

@@ -260,6 +260,15 @@ pub fn replay_with(
     let decisions = explain(&record);
     let steps = schedule(&record);
     let description = describe(&record, &catalog);
+    // What a sandboxed target (wasm) wrote and asked of its system.
+    let lifecycle = |wanted: &str| {
+        record.events.iter().find_map(|e| match e {
+            dst::region::Event::Lifecycle { name, details } if name == wanted => details.clone(),
+            _ => None,
+        })
+    };
+    let (stdout, stderr, calls) = (lifecycle("stdout"), lifecycle("stderr"), lifecycle("wasi"));
+    let calls: Option<Vec<(String, i32)>> = calls.and_then(|c| serde_json::from_str(&c).ok());
     if as_json {
         println!(
             "{}",
@@ -271,6 +280,9 @@ pub fn replay_with(
                 "consumed": record.consumed,
                 "decisions": decisions,
                 "schedule": steps,
+                "stdout": stdout,
+                "stderr": stderr,
+                "system_calls": calls,
             })
         );
     } else {
@@ -314,6 +326,18 @@ pub fn replay_with(
             );
             for line in &steps {
                 println!("  {line}");
+            }
+        }
+        if let Some(calls) = &calls {
+            let line: Vec<String> = calls.iter().map(|(n, r)| format!("{n}={r}")).collect();
+            println!("system calls ({}): {}", calls.len(), line.join(" "));
+        }
+        for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+            if let Some(text) = text {
+                println!("{name}:");
+                for line in text.lines() {
+                    println!("  | {line}");
+                }
             }
         }
     }

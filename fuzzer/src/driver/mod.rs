@@ -12,6 +12,7 @@
 pub mod build;
 pub mod cmd;
 pub mod init;
+pub mod wasm;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ use crate::args::{CampaignArgs, MinimizeArgs, ReplayArgs};
 use crate::exit;
 use build::FuzzCrate;
 use cmd::CmdArgs;
+use dst_executors::Executor as _;
+use wasm::WasmArgs;
 
 /// `cargo-dst-fuzz` with `args` (its own name first): as rustc wrapper
 /// when cargo calls it so, else the command line. Returns the exit status.
@@ -75,7 +78,8 @@ pub enum Cmd {
     Build { name: String },
     /// Explore a target: build it with coverage, then search for runs that
     /// break its properties. With --cmd, explore any program linking libdst
-    /// (or the dst crate): `run --cmd -- ./service ARGS`.
+    /// (or the dst crate): `run --cmd -- ./service ARGS`; with --wasm, a
+    /// WebAssembly module: `run --wasm module.wasm -- ARGS`.
     Run {
         /// The target (with --cmd: a name for its files, by default the
         /// program's file name).
@@ -84,6 +88,8 @@ pub enum Cmd {
         args: CampaignArgs,
         #[command(flatten)]
         cmd: CmdArgs,
+        #[command(flatten)]
+        wasm: WasmArgs,
     },
     /// Reproduce and explain a run: `replay NAME FILE`, or
     /// `replay FILE --cmd -- ./service ARGS`.
@@ -95,6 +101,8 @@ pub enum Cmd {
         replay: ReplayArgs,
         #[command(flatten)]
         cmd: CmdArgs,
+        #[command(flatten)]
+        wasm: WasmArgs,
     },
     /// Shrink a failing input: `minimize NAME FILE`, or
     /// `minimize FILE --cmd -- ./service ARGS`.
@@ -106,6 +114,8 @@ pub enum Cmd {
         minimize: MinimizeArgs,
         #[command(flatten)]
         cmd: CmdArgs,
+        #[command(flatten)]
+        wasm: WasmArgs,
     },
     /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
     Report {
@@ -114,6 +124,8 @@ pub enum Cmd {
         json: bool,
         #[command(flatten)]
         cmd: CmdArgs,
+        #[command(flatten)]
+        wasm: WasmArgs,
     },
     /// Check a history of any system for linearizability: Jepsen logs (as
     /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
@@ -164,7 +176,16 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
         Cmd::Build { name } => fuzz.build(&name).map(|_| exit::OK),
-        Cmd::Run { name, args, cmd } => {
+        Cmd::Run {
+            name,
+            args,
+            cmd,
+            wasm,
+        } => {
+            if wasm.wasm.is_some() {
+                let name = name.unwrap_or_else(|| wasm.name());
+                return wasm::run(&fuzz, &name, &wasm, &cmd.command, &args);
+            }
             if cmd.cmd {
                 let name = name.unwrap_or_else(|| cmd.name());
                 return cmd::run(&fuzz, &name, &cmd, &args);
@@ -176,8 +197,19 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             flags.extend(args.to_args());
             call(&name, &binary, &flags)
         }
-        Cmd::Replay { args, replay, cmd } => {
-            let (name, file) = name_and_file(&args, cmd.cmd, "replay")?;
+        Cmd::Replay {
+            args,
+            replay,
+            cmd,
+            wasm,
+        } => {
+            let alone = cmd.cmd || wasm.wasm.is_some();
+            let (name, file) = name_and_file(&args, alone, "replay")?;
+            if let Some(mut exec) = wasm.executor(&cmd.command)? {
+                let input = crate::store::read_input(&file).map_err(store_failure)?;
+                return crate::cli::replay_with(&mut exec, &input, replay.json)
+                    .map_err(store_failure);
+            }
             if let Some(mut exec) = cmd.process(replay.timeout())? {
                 let input = crate::store::read_input(&file).map_err(store_failure)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
@@ -192,8 +224,14 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             args,
             minimize,
             cmd,
+            wasm,
         } => {
-            let (name, file) = name_and_file(&args, cmd.cmd, "minimize")?;
+            let alone = cmd.cmd || wasm.wasm.is_some();
+            let (name, file) = name_and_file(&args, alone, "minimize")?;
+            if let Some(mut exec) = wasm.executor(&cmd.command)? {
+                return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
+                    .map_err(store_failure);
+            }
             if let Some(mut exec) = cmd.process(minimize.timeout())? {
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
                     .map_err(store_failure);
@@ -203,7 +241,18 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             flags.extend(minimize.to_args());
             call(&name, &binary, &flags)
         }
-        Cmd::Report { name, json, cmd } => {
+        Cmd::Report {
+            name,
+            json,
+            cmd,
+            wasm,
+        } => {
+            if wasm.wasm.is_some() {
+                let name = name.unwrap_or_else(|| wasm.name());
+                let exec = wasm.executor(&cmd.command)?.expect("--wasm was given");
+                return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
+                    .map_err(store_failure);
+            }
             if cmd.cmd {
                 let name = name.unwrap_or_else(|| cmd.name());
                 return crate::cli::report_command(&fuzz.campaign(&name), &cmd.catalog()?, json)
@@ -274,7 +323,9 @@ fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, Path
         ([name, file], false) => Ok((name.clone(), PathBuf::from(file))),
         (_, true) => Err((
             exit::USAGE,
-            format!("with --cmd: {verb} FILE --cmd -- PROGRAM"),
+            format!(
+                "with --cmd or --wasm: {verb} FILE --cmd -- PROGRAM, or {verb} FILE --wasm MODULE"
+            ),
         )),
         (_, false) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
     }
@@ -346,7 +397,10 @@ mod tests {
             "3",
             "--quiet",
         ]);
-        let Cmd::Run { name, args, cmd } = cli.command else {
+        let Cmd::Run {
+            name, args, cmd, ..
+        } = cli.command
+        else {
             panic!("not run")
         };
         assert_eq!(name.as_deref(), Some("bank"));

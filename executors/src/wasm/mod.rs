@@ -1,0 +1,427 @@
+//! The wasm executor: an unmodified WebAssembly module (`wasm32-wasip1`),
+//! run by an embedded interpreter, wasmi, whose every import dst owns.
+//!
+//! Why wasmi: fuel metering (a run is bounded by instructions executed, so
+//! running out is a timeout that every replay repeats), a small build, and
+//! an API to every instance's memory and globals. The module is rewritten
+//! first ([`rewrite`]: its mutable globals and memory exported) and
+//! instantiated once per campaign; a snapshot of its memory and mutable
+//! globals is taken right after instantiation, and every run starts by
+//! restoring it instead of instantiating again (a run that grew the memory,
+//! which wasm cannot shrink, is followed by a fresh instantiation). WASI
+//! preview 1 is dst's ([`wasi`]): clock, randomness and sleeps are
+//! decisions, output is captured. Decisions go through the SDK attached to
+//! the executor's region, as for a target in this process.
+//!
+//! Not yet: edge coverage (the explorer is guided by decision coverage and
+//! properties only), the SDK's `dst` import module for Rust modules with
+//! assertions, trap locations from the name section and DWARF, tables
+//! restored between runs (a module that writes its table with `table.set`
+//! keeps the change).
+
+pub mod rewrite;
+pub mod wasi;
+
+use std::path::Path;
+
+use dst::catalog::SiteInfo;
+use dst::region::{Event, FLAG_EVENTS, Layout, Region, RegionRef};
+use dst_kernel::executor::region_map;
+use dst_kernel::{Coverage, End, Executor, StandIn};
+use wasmi::TrapCode;
+use wasmi::{
+    Config, Engine, Extern, ExternType, Global, Instance, Linker, Memory, Module, Store, TypedFunc,
+    Val,
+};
+
+use wasi::Host;
+
+/// Instructions (wasmi fuel units) a run may execute unless told.
+pub const DEFAULT_FUEL: u64 = 20_000_000;
+/// Output captured per stream and run.
+const CAPTURE_LIMIT: usize = 64 << 10;
+
+/// What to do with an import dst does not provide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Missing {
+    /// Refuse the module, naming every missing import.
+    #[default]
+    Refuse,
+    /// Functions return WASI's ENOSYS (other kinds are still refused).
+    Enosys,
+}
+
+/// How a module is run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Command-line arguments after the program's name.
+    pub args: Vec<String>,
+    /// Environment, as `KEY=VALUE`.
+    pub env: Vec<String>,
+    /// Instructions per run.
+    pub fuel: u64,
+    pub missing: Missing,
+    /// The exported function a run calls.
+    pub entry: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            args: Vec::new(),
+            env: Vec::new(),
+            fuel: DEFAULT_FUEL,
+            missing: Missing::Refuse,
+            entry: "_start".to_string(),
+        }
+    }
+}
+
+/// Why a module cannot be explored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// Unreadable, malformed, unsupported, or with imports dst does not
+    /// provide (exit status 4).
+    BadModule(String),
+    /// Its start function trapped while instantiating (exit status 6).
+    StartFailed(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::BadModule(m) | LoadError::StartFailed(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Memory and mutable globals right after instantiation.
+struct Snapshot {
+    memory: Option<(Memory, Vec<u8>)>,
+    globals: Vec<(Global, Val)>,
+}
+
+/// One instance of the module and what restoring it needs.
+struct Live {
+    store: Store<Host>,
+    entry: TypedFunc<(), ()>,
+    snapshot: Snapshot,
+}
+
+/// Runs a WebAssembly module; see the module docs.
+pub struct Wasm {
+    engine: Engine,
+    linker: Linker<Host>,
+    module: Module,
+    mutable_globals: Vec<u32>,
+    options: Options,
+    program: String,
+    live: Live,
+    region: Region,
+    flags: u64,
+    catalog: Vec<SiteInfo>,
+    no_edges: StandIn,
+    /// Instantiations after the first (runs that grew the memory).
+    reinstantiated: u64,
+}
+
+fn trap_name(trap: TrapCode) -> &'static str {
+    match trap {
+        TrapCode::UnreachableCodeReached => "trap: unreachable",
+        TrapCode::MemoryOutOfBounds => "trap: memory out of bounds",
+        TrapCode::TableOutOfBounds => "trap: table out of bounds",
+        TrapCode::IndirectCallToNull => "trap: indirect call to null",
+        TrapCode::IntegerDivisionByZero => "trap: integer division by zero",
+        TrapCode::IntegerOverflow => "trap: integer overflow",
+        TrapCode::BadConversionToInteger => "trap: bad conversion to integer",
+        TrapCode::StackOverflow => "trap: stack overflow",
+        TrapCode::BadSignature => "trap: indirect call type mismatch",
+        TrapCode::OutOfFuel => "trap: out of fuel",
+        _ => "trap",
+    }
+}
+
+impl Wasm {
+    /// Loads the module in file `path`, binary or WAT text (its name, for
+    /// `argv[0]` and messages: the file's stem).
+    pub fn load(path: &Path, options: Options) -> Result<Wasm, LoadError> {
+        let mut bytes = std::fs::read(path)
+            .map_err(|e| LoadError::BadModule(format!("cannot read {}: {e}", path.display())))?;
+        if !bytes.starts_with(b"\0asm") {
+            bytes = wat::parse_bytes(&bytes)
+                .map_err(|e| {
+                    let first = e.to_string().lines().next().unwrap_or_default().to_string();
+                    LoadError::BadModule(format!("neither a wasm binary nor valid WAT: {first}"))
+                })?
+                .into_owned();
+        }
+        let program = path.file_stem().map_or_else(
+            || "module".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        Wasm::new(&bytes, &program, options)
+    }
+
+    /// Loads a module from its bytes; `program` is its name (`argv[0]`).
+    pub fn new(bytes: &[u8], program: &str, options: Options) -> Result<Wasm, LoadError> {
+        let rewritten = rewrite::export_mutable_globals(bytes).map_err(LoadError::BadModule)?;
+        let mut config = Config::default();
+        config.consume_fuel(true);
+        let engine = Engine::new(&config);
+        let module = Module::new(&engine, &rewritten.wasm[..])
+            .map_err(|e| LoadError::BadModule(format!("unsupported module: {e}")))?;
+        let mut linker = Linker::new(&engine);
+        wasi::define(&mut linker).expect("each WASI function is defined once");
+        let mut missing = Vec::new();
+        for import in module.imports() {
+            let provided =
+                import.module() == wasi::MODULE && wasi::PROVIDED.contains(&import.name());
+            if provided {
+                continue;
+            }
+            match (import.ty(), options.missing) {
+                (ExternType::Func(ty), Missing::Enosys) => {
+                    let results: Vec<Val> = ty
+                        .results()
+                        .iter()
+                        .map(|t| Val::default_for_ty(*t))
+                        .collect();
+                    linker
+                        .func_new(
+                            import.module(),
+                            import.name(),
+                            ty.clone(),
+                            move |_, _, out| {
+                                for (slot, value) in out.iter_mut().zip(&results) {
+                                    *slot = value.clone();
+                                }
+                                if let Some(Val::I32(errno)) = out.first_mut() {
+                                    *errno = wasi::ENOSYS;
+                                }
+                                Ok(())
+                            },
+                        )
+                        .map_err(|e| LoadError::BadModule(e.to_string()))?;
+                }
+                _ => missing.push(format!("{}.{}", import.module(), import.name())),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(LoadError::BadModule(format!(
+                "the module imports what dst does not provide: {} (--wasi-missing enosys makes missing functions return ENOSYS)",
+                missing.join(", ")
+            )));
+        }
+        if module.get_export(&options.entry).is_none() {
+            return Err(LoadError::BadModule(format!(
+                "the module exports no function {:?} to run",
+                options.entry
+            )));
+        }
+        let mut args = vec![program.to_string()];
+        args.extend(options.args.iter().cloned());
+        let host = Host {
+            args,
+            env: options.env.clone(),
+            capture_limit: CAPTURE_LIMIT,
+            ..Host::default()
+        };
+        let live = instantiate(
+            &engine,
+            &linker,
+            &module,
+            &rewritten.mutable_globals,
+            &options.entry,
+            host,
+        )?;
+        Ok(Wasm {
+            engine,
+            linker,
+            module,
+            mutable_globals: rewritten.mutable_globals,
+            options,
+            program: program.to_string(),
+            live,
+            region: Region::new(Layout {
+                sites_capacity: 1,
+                coverage_size: crate::inprocess::DECISION_COVERAGE,
+                ..Layout::default()
+            }),
+            flags: 0,
+            catalog: Vec::new(),
+            no_edges: StandIn::default(),
+            reinstantiated: 0,
+        })
+    }
+
+    /// The module's name.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// How many runs grew the memory, so that the module was instantiated
+    /// again after them.
+    pub fn reinstantiated(&self) -> u64 {
+        self.reinstantiated
+    }
+
+    /// What the last run wrote to its standard output and error.
+    pub fn output(&self) -> (&[u8], &[u8]) {
+        let host = self.live.store.data();
+        (&host.stdout, &host.stderr)
+    }
+
+    /// Restores the snapshot; instantiates again if the memory grew.
+    fn restore(&mut self) -> Result<(), LoadError> {
+        let grown = self
+            .live
+            .snapshot
+            .memory
+            .as_ref()
+            .is_some_and(|(m, bytes)| m.data_size(&self.live.store) != bytes.len());
+        if grown {
+            let host = std::mem::take(self.live.store.data_mut());
+            self.live = instantiate(
+                &self.engine,
+                &self.linker,
+                &self.module,
+                &self.mutable_globals,
+                &self.options.entry,
+                host,
+            )?;
+            self.reinstantiated += 1;
+            return Ok(());
+        }
+        let live = &mut self.live;
+        if let Some((memory, bytes)) = &live.snapshot.memory {
+            memory.data_mut(&mut live.store).copy_from_slice(bytes);
+        }
+        for (global, value) in &live.snapshot.globals {
+            global
+                .set(&mut live.store, value.clone())
+                .expect("a snapshot value has its global's type");
+        }
+        Ok(())
+    }
+
+    /// After a run with events recorded: its WASI calls and output.
+    fn record_events(&self) {
+        let view = self.region.view();
+        let host = self.live.store.data();
+        if let Some(calls) = &host.calls {
+            let details = serde_json::to_string(calls).unwrap_or_default();
+            view.push_event(&Event::Lifecycle {
+                name: "wasi".into(),
+                details: Some(details),
+            });
+        }
+        for (name, bytes) in [("stdout", &host.stdout), ("stderr", &host.stderr)] {
+            if !bytes.is_empty() {
+                view.push_event(&Event::Lifecycle {
+                    name: name.into(),
+                    details: Some(String::from_utf8_lossy(bytes).into_owned()),
+                });
+            }
+        }
+    }
+}
+
+/// Instantiates `module` (running its start function) and snapshots it.
+fn instantiate(
+    engine: &Engine,
+    linker: &Linker<Host>,
+    module: &Module,
+    mutable_globals: &[u32],
+    entry: &str,
+    host: Host,
+) -> Result<Live, LoadError> {
+    let mut store = Store::new(engine, host);
+    store
+        .set_fuel(DEFAULT_FUEL.max(1 << 30))
+        .expect("fuel is enabled");
+    let instance: Instance = linker
+        .instantiate_and_start(&mut store, module)
+        .map_err(|e| LoadError::StartFailed(format!("the module's start function failed: {e}")))?;
+    let entry = instance
+        .get_typed_func::<(), ()>(&store, entry)
+        .map_err(|e| LoadError::BadModule(format!("cannot run {entry:?}: {e}")))?;
+    let memory = instance
+        .get_export(&store, rewrite::MEMORY_EXPORT)
+        .and_then(Extern::into_memory)
+        .map(|m| (m, m.data(&store).to_vec()));
+    let mut globals = Vec::new();
+    for &index in mutable_globals {
+        let global = instance
+            .get_global(&store, &rewrite::global_export(index))
+            .expect("the rewrite exported every mutable global");
+        globals.push((global, global.get(&store)));
+    }
+    Ok(Live {
+        store,
+        entry,
+        snapshot: Snapshot { memory, globals },
+    })
+}
+
+impl Drop for Wasm {
+    fn drop(&mut self) {
+        crate::inprocess::detach(&self.region);
+    }
+}
+
+impl Executor for Wasm {
+    fn execute(&mut self, input: &[u8]) -> End {
+        let _attached = crate::inprocess::attach(&self.region, input, self.flags);
+        if let Err(e) = self.restore() {
+            return End::crash("instantiate", e.to_string(), None);
+        }
+        let record = self.flags & FLAG_EVENTS != 0;
+        self.live.store.data_mut().reset(record);
+        self.live
+            .store
+            .set_fuel(self.options.fuel)
+            .expect("fuel is enabled");
+        let result = self.live.entry.call(&mut self.live.store, ());
+        let end = match result {
+            Ok(()) => End::Ok,
+            Err(e) => match (e.i32_exit_status(), e.as_trap_code()) {
+                (Some(0), _) => End::Ok,
+                (Some(code), _) => End::crash(
+                    "exit",
+                    format!("the module exited with status {code}"),
+                    None,
+                ),
+                (None, Some(TrapCode::OutOfFuel)) => End::Timeout,
+                (None, Some(trap)) => End::crash(trap_name(trap), e.to_string(), None),
+                (None, None) => End::crash("host", e.to_string(), None),
+            },
+        };
+        if record {
+            self.record_events();
+        }
+        end
+    }
+
+    fn region(&self) -> RegionRef<'_> {
+        self.region.view()
+    }
+
+    fn catalog(&self) -> &[SiteInfo] {
+        &self.catalog
+    }
+
+    fn coverage(&mut self) -> Coverage<'_> {
+        Coverage {
+            edges: self.no_edges.map(),
+            decisions: region_map(&self.region),
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    fn set_flags(&mut self, flags: u64) {
+        self.flags = flags;
+    }
+}

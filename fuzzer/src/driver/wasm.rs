@@ -1,0 +1,106 @@
+//! `--wasm MODULE`: exploring, replaying and minimizing a WebAssembly
+//! module (`.wasm`, or `.wat` text) through the wasm executor.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use dst_executors::Executor as _;
+use dst_executors::wasm::{DEFAULT_FUEL, LoadError, Missing, Options as WasmOptions, Wasm};
+
+use super::Failure;
+use super::build::FuzzCrate;
+use crate::args::CampaignArgs;
+use crate::exit;
+use crate::store::StoreError;
+
+/// What an import dst does not provide becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum MissingArg {
+    /// The module is refused, every missing import named.
+    #[default]
+    Refuse,
+    /// Missing functions return WASI's ENOSYS.
+    Enosys,
+}
+
+/// A WebAssembly module to explore in dst's interpreter.
+#[derive(Args, Debug, Clone)]
+pub struct WasmArgs {
+    /// The target is this WebAssembly module (wasm32-wasip1; `.wasm` or
+    /// `.wat`), its arguments after `--`.
+    #[arg(long, value_name = "MODULE", conflicts_with = "cmd")]
+    pub wasm: Option<PathBuf>,
+    /// Instructions a wasm run may execute; past them it is a timeout
+    /// finding (the same on every replay).
+    #[arg(long, default_value_t = DEFAULT_FUEL)]
+    pub fuel: u64,
+    /// What an import dst does not provide becomes: refuse the module, or
+    /// enosys (missing functions return ENOSYS).
+    #[arg(long, value_enum, default_value_t = MissingArg::Refuse)]
+    pub wasi_missing: MissingArg,
+}
+
+impl WasmArgs {
+    /// The module's default name for its files: its file stem.
+    pub fn name(&self) -> String {
+        self.wasm
+            .as_ref()
+            .and_then(|p| p.file_stem())
+            .map_or_else(|| "wasm".into(), |s| s.to_string_lossy().into_owned())
+    }
+
+    /// The executor for the module with `args` as its command line, when
+    /// --wasm is given.
+    pub fn executor(&self, args: &[OsString]) -> Result<Option<Wasm>, Failure> {
+        let Some(path) = &self.wasm else {
+            return Ok(None);
+        };
+        let options = WasmOptions {
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            fuel: self.fuel,
+            missing: match self.wasi_missing {
+                MissingArg::Refuse => Missing::Refuse,
+                MissingArg::Enosys => Missing::Enosys,
+            },
+            ..WasmOptions::default()
+        };
+        Wasm::load(path, options).map(Some).map_err(|e| match e {
+            LoadError::BadModule(m) => (exit::BAD_INPUT, format!("{}: {m}", path.display())),
+            LoadError::StartFailed(m) => (exit::SETUP_FAILED, format!("{}: {m}", path.display())),
+        })
+    }
+}
+
+/// `run --wasm`: the explorer loop in this process, over the interpreter.
+pub fn run(
+    fuzz: &FuzzCrate,
+    name: &str,
+    wasm: &WasmArgs,
+    module_args: &[OsString],
+    args: &CampaignArgs,
+) -> Result<i32, Failure> {
+    let exec = wasm.executor(module_args)?.expect("--wasm was given");
+    let mut options = args.options(
+        name,
+        fuzz.corpus(name),
+        fuzz.findings(name),
+        fuzz.campaign(name),
+    );
+    let module = wasm.wasm.as_ref().expect("--wasm was given").display();
+    options.reproduce = Some(serde_json::json!({
+        "explain": format!("cargo dst-fuzz replay {{input}} --wasm {module}"),
+    }));
+    let catalog = exec.catalog().to_vec();
+    let output = crate::cli::Output {
+        json: args.json,
+        quiet: args.quiet,
+    };
+    // One executor, made here (the module was loaded to check it): each
+    // client of a parallel campaign gets it by fork.
+    let make = move || Ok::<_, StoreError>(exec);
+    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(super::store_failure)
+}

@@ -1,0 +1,158 @@
+//! `cargo dst-fuzz run --wasm`: the explorer over a WebAssembly module that
+//! imports nothing from dst. The lease example's bug (a clock jump, then
+//! one particular random ticket) is found, shrunk, replayed with its WASI
+//! calls and output, and minimized; bad modules are one-line errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn lease() -> PathBuf {
+    root().join("examples/wasm/lease.wat")
+}
+
+fn driver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .arg("--fuzz-dir")
+        .arg(dir)
+        .args(args)
+        .env("DST_NO_AFFINITY", "1")
+        .output()
+        .expect("run cargo-dst-fuzz")
+}
+
+fn fresh(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dst-wasm-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn the_lease_bug_is_found_shrunk_and_replayed() {
+    let dir = fresh("lease");
+    let module = lease();
+    let module = module.to_str().unwrap();
+    let run = driver(
+        &dir,
+        &[
+            "run",
+            "--wasm",
+            module,
+            "--runs",
+            "200000",
+            "--seed",
+            "1",
+            "--stop-on-finding",
+            "--json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(1), "a finding: {}", text(&run));
+    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let finding = &summary["findings"][0];
+    assert_eq!(
+        finding["signature"]["cause"], "trap: unreachable",
+        "{summary}"
+    );
+    let folder = PathBuf::from(finding["path"].as_str().unwrap());
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
+    assert_eq!(
+        record["reproduced"]["failed"], 5,
+        "confirmed by every replay"
+    );
+    assert_eq!(record["flaky"], false);
+    let shrunk = std::fs::read(folder.join("input")).unwrap();
+    // Seed, the nominal first reading, the jump (byte and two size bytes),
+    // the ticket: no more than that survives shrinking.
+    assert!(shrunk.len() <= 13, "shrunk to {} bytes", shrunk.len());
+    let explain = record["reproduce"]["explain"].as_str().unwrap();
+    assert!(explain.contains("--wasm"), "{explain}");
+
+    let input = folder.join("input");
+    let replay = driver(&dir, &["replay", input.to_str().unwrap(), "--wasm", module]);
+    let shown = text(&replay);
+    assert_eq!(replay.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("outcome: trap: unreachable"), "{shown}");
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+    assert!(shown.contains("random_get=0"), "the WASI calls: {shown}");
+    assert!(shown.contains("| lease expired"), "the output: {shown}");
+
+    let out = dir.join("min");
+    let minimize = driver(
+        &dir,
+        &[
+            "minimize",
+            input.to_str().unwrap(),
+            "--wasm",
+            module,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(minimize.status.code(), Some(1), "{}", text(&minimize));
+    assert!(std::fs::read(&out).unwrap().len() <= shrunk.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_modules_are_one_line_errors_with_their_own_status() {
+    let dir = fresh("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases: [(&str, &[u8], i32, &str); 4] = [
+        ("garbage.wasm", b"\0asm\x01\0\0\0\x01\xff", 4, "byte offset"),
+        ("text.wat", b"(module (func (export \"_start\") (i32.add)))", 4, "unsupported module"),
+        (
+            "imports.wat",
+            b"(module (import \"env\" \"f\" (func)) (import \"dst\" \"g\" (func)) (func (export \"_start\")))",
+            4,
+            "env.f, dst.g",
+        ),
+        (
+            "start.wat",
+            b"(module (func $s unreachable) (start $s) (func (export \"_start\")))",
+            6,
+            "start function",
+        ),
+    ];
+    for (name, bytes, status, says) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let run = driver(
+            &dir,
+            &[
+                "run",
+                "--wasm",
+                path.to_str().unwrap(),
+                "--runs",
+                "10",
+                "--quiet",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(status), "{name}: {stderr}");
+        assert_eq!(
+            stderr.trim().lines().count(),
+            1,
+            "{name}: one line: {stderr}"
+        );
+        assert!(stderr.contains(says), "{name}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
