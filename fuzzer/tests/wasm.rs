@@ -112,6 +112,19 @@ fn the_lease_bug_is_found_shrunk_and_replayed() {
 }
 
 #[test]
+fn the_catalog_of_a_module_without_dst_is_empty() {
+    let dir = fresh("catalog");
+    let out = driver(&dir, &["catalog", lease().to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sites: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        sites,
+        serde_json::json!([]),
+        "no dst imports, no properties"
+    );
+}
+
+#[test]
 fn bad_modules_are_one_line_errors_with_their_own_status() {
     let dir = fresh("bad");
     std::fs::create_dir_all(&dir).unwrap();

@@ -23,6 +23,7 @@ pub mod rewrite;
 pub mod wasi;
 
 use std::path::Path;
+use std::time::Duration;
 
 use dst::catalog::SiteInfo;
 use dst::region::{Event, FLAG_EVENTS, Layout, Region, RegionRef};
@@ -123,6 +124,10 @@ pub struct Wasm {
     no_edges: StandIn,
     /// Instantiations after the first (runs that grew the memory).
     reinstantiated: u64,
+    /// The wall-clock backstop the explorer sizes its own limit from (runs
+    /// are bounded by fuel, deterministically; this only guards against a
+    /// host that hangs).
+    backstop: Duration,
 }
 
 fn trap_name(trap: TrapCode) -> &'static str {
@@ -251,6 +256,7 @@ impl Wasm {
             catalog: Vec::new(),
             no_edges: StandIn::default(),
             reinstantiated: 0,
+            backstop: Duration::from_secs(1),
         })
     }
 
@@ -423,5 +429,17 @@ impl Executor for Wasm {
 
     fn set_flags(&mut self, flags: u64) {
         self.flags = flags;
+    }
+
+    /// Not a limit the executor enforces (fuel is), but reporting one tells
+    /// the explorer that a run ends by itself, so its own wall-clock limit
+    /// is a generous backstop and a slow machine cannot turn a run that
+    /// would end in its fuel into a kill.
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.backstop)
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.backstop = timeout;
     }
 }

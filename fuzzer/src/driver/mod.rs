@@ -274,6 +274,16 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             timeout,
             json,
         } => lincheck(model, &file, format, timeout, json),
+        Cmd::Catalog { name, json } if wasm::is_module(Path::new(&name)) => {
+            let module = WasmArgs {
+                wasm: Some(PathBuf::from(&name)),
+                fuel: dst_executors::wasm::DEFAULT_FUEL,
+                wasi_missing: wasm::MissingArg::Enosys,
+            };
+            let exec = module.executor(&[])?.expect("--wasm was given");
+            crate::report::print_catalog(exec.catalog(), json);
+            Ok(exit::OK)
+        }
         Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
             let sites =
                 dst_executors::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;

@@ -14,6 +14,20 @@ use crate::args::CampaignArgs;
 use crate::exit;
 use crate::store::StoreError;
 
+/// Whether `path` is a WebAssembly module: a `.wasm` or `.wat` file, or a
+/// file that starts with wasm's magic bytes.
+pub fn is_module(path: &std::path::Path) -> bool {
+    let by_name = path.extension().is_some_and(|e| e == "wasm" || e == "wat");
+    let by_magic = || {
+        use std::io::Read;
+        let mut magic = [0u8; 4];
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| &magic == b"\0asm")
+    };
+    path.is_file() && (by_name || by_magic())
+}
+
 /// What an import dst does not provide becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum MissingArg {
