@@ -193,6 +193,35 @@ fn missing_imports_are_listed_or_return_enosys() {
 }
 
 #[test]
+fn edges_are_counted_out_of_the_guests_reach() {
+    // Branches on a random byte; then writes all over its own memory.
+    let mut exec = module(&with_wasi(
+        r#"(func (export "_start")
+             (drop (call $random (i32.const 0) (i32.const 1)))
+             (if (i32.load8_u (i32.const 0))
+               (then (drop (i32.const 1)))
+               (else (drop (i32.const 2))))
+             (memory.fill (i32.const 0) (i32.const 255) (i32.const 65536)))"#,
+    ));
+    let seed = |b: u8| [0, 0, 0, 0, 0, 0, 0, 0, b];
+    exec.execute(&seed(0));
+    let zero = exec.edges();
+    exec.execute(&seed(1));
+    let one = exec.edges();
+    assert_ne!(zero, one, "the two arms are different edges");
+    assert!(
+        zero.iter().all(|&c| c <= 1),
+        "counts per run, not summed: {zero:?}"
+    );
+    assert!(zero.contains(&1));
+    exec.execute(&seed(0));
+    assert_eq!(exec.edges(), zero, "the same run, the same edges");
+    let mut coverage = exec.coverage().edges.to_vec();
+    coverage.truncate(zero.len());
+    assert_eq!(coverage, zero, "the explorer's map");
+}
+
+#[test]
 fn bad_modules_are_one_line_errors() {
     let Err(LoadError::BadModule(message)) =
         Wasm::new(b"\0asm\x01\0\0\0\x01\x09", "m", Options::default())

@@ -13,22 +13,27 @@
 //! decisions, output is captured. Decisions go through the SDK attached to
 //! the executor's region, as for a target in this process.
 //!
-//! Not yet: edge coverage (the explorer is guided by decision coverage and
-//! properties only), the SDK's `dst` import module for Rust modules with
+//! Edge coverage: the rewrite also counts edges in a memory of the
+//! module's own that its code cannot address ([`edges`]); after each run
+//! the counters are copied into a map the executor owns.
+//!
+//! Not yet: comparison feedback, the SDK's `dst` import module for Rust modules with
 //! assertions, trap locations from the name section and DWARF, tables
 //! restored between runs (a module that writes its table with `table.set`
 //! keeps the change).
 
+pub mod edges;
 pub mod rewrite;
 pub mod wasi;
 
+use std::cell::UnsafeCell;
 use std::path::Path;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
 use dst::region::{Event, FLAG_EVENTS, Layout, Region, RegionRef};
 use dst_kernel::executor::region_map;
-use dst_kernel::{Coverage, End, Executor, StandIn};
+use dst_kernel::{Coverage, End, Executor, Map};
 use wasmi::TrapCode;
 use wasmi::{
     Config, Engine, Extern, ExternType, Global, Instance, Linker, Memory, Module, Store, TypedFunc,
@@ -107,6 +112,8 @@ struct Live {
     store: Store<Host>,
     entry: TypedFunc<(), ()>,
     snapshot: Snapshot,
+    /// The edge counters' memory.
+    edges: Option<Memory>,
 }
 
 /// Runs a WebAssembly module; see the module docs.
@@ -121,7 +128,9 @@ pub struct Wasm {
     region: Region,
     flags: u64,
     catalog: Vec<SiteInfo>,
-    no_edges: StandIn,
+    /// The last run's edge counters, at a fixed address (cells: the
+    /// explorer's observer reads and resets them through a pointer).
+    edges: Box<[UnsafeCell<u8>]>,
     /// Instantiations after the first (runs that grew the memory).
     reinstantiated: u64,
     /// The wall-clock backstop the explorer sizes its own limit from (runs
@@ -254,7 +263,9 @@ impl Wasm {
             }),
             flags: 0,
             catalog: Vec::new(),
-            no_edges: StandIn::default(),
+            edges: (0..rewritten.edges.clamp(1, 1 << 16))
+                .map(|_| UnsafeCell::new(0))
+                .collect(),
             reinstantiated: 0,
             backstop: Duration::from_secs(1),
         })
@@ -269,6 +280,12 @@ impl Wasm {
     /// again after them.
     pub fn reinstantiated(&self) -> u64 {
         self.reinstantiated
+    }
+
+    /// The last run's edge counters (one per instrumented block).
+    pub fn edges(&self) -> Vec<u8> {
+        // SAFETY: read between runs; nothing writes the cells meanwhile.
+        self.edges.iter().map(|c| unsafe { *c.get() }).collect()
     }
 
     /// What the last run wrote to its standard output and error.
@@ -308,6 +325,23 @@ impl Wasm {
                 .expect("a snapshot value has its global's type");
         }
         Ok(())
+    }
+
+    /// Moves the run's edge counters into the executor's map and clears
+    /// them for the next run.
+    fn collect_edges(&mut self) {
+        let Some(memory) = self.live.edges else {
+            return;
+        };
+        let counters = memory.data_mut(&mut self.live.store);
+        let n = self.edges.len().min(counters.len());
+        // SAFETY: `n` is within both; the map's cells are written only here,
+        // between runs, and read by an observer only between runs.
+        unsafe {
+            let map = UnsafeCell::raw_get(self.edges.as_ptr());
+            std::ptr::copy_nonoverlapping(counters.as_ptr(), map, n);
+        }
+        counters[..n].fill(0);
     }
 
     /// After a run with events recorded: its WASI calls and output.
@@ -362,10 +396,14 @@ fn instantiate(
             .expect("the rewrite exported every mutable global");
         globals.push((global, global.get(&store)));
     }
+    let edges = instance
+        .get_export(&store, rewrite::EDGES_EXPORT)
+        .and_then(Extern::into_memory);
     Ok(Live {
         store,
         entry,
         snapshot: Snapshot { memory, globals },
+        edges,
     })
 }
 
@@ -402,6 +440,7 @@ impl Executor for Wasm {
                 (None, None) => End::crash("host", e.to_string(), None),
             },
         };
+        self.collect_edges();
         if record {
             self.record_events();
         }
@@ -417,8 +456,13 @@ impl Executor for Wasm {
     }
 
     fn coverage(&mut self) -> Coverage<'_> {
+        // SAFETY: the map is boxed cells owned by `self`, never resized, so
+        // at a fixed address for `self`'s life; written only between runs.
+        let edges = unsafe {
+            Map::from_raw_parts(UnsafeCell::raw_get(self.edges.as_ptr()), self.edges.len())
+        };
         Coverage {
-            edges: self.no_edges.map(),
+            edges,
             decisions: region_map(&self.region),
         }
     }

@@ -5,7 +5,8 @@
 //! (the stack pointer of a Rust or C module is such a global, rarely
 //! exported).
 
-use wasm_encoder::{ExportKind, ExportSection, Module, RawSection};
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{ExportKind, ExportSection, MemorySection, Module, RawSection};
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
 
 /// The export name of the module's mutable global `index`.
@@ -16,20 +17,10 @@ pub fn global_export(index: u32) -> String {
 /// The export name of the module's memory.
 pub const MEMORY_EXPORT: &str = "__dst_memory";
 
-/// Section ids after which the export section may not come.
-fn after_exports(id: u8) -> bool {
-    // start, element, code, data, data count
-    matches!(id, 8..=12)
-}
-
-fn kind(kind: ExternalKind) -> ExportKind {
-    match kind {
-        ExternalKind::Func => ExportKind::Func,
-        ExternalKind::Table => ExportKind::Table,
-        ExternalKind::Memory => ExportKind::Memory,
-        ExternalKind::Global => ExportKind::Global,
-        ExternalKind::Tag => ExportKind::Tag,
-    }
+fn kind(kind: ExternalKind) -> Result<ExportKind, String> {
+    RoundtripReencoder
+        .export_kind(kind)
+        .map_err(|e| format!("unsupported export: {e}"))
 }
 
 /// What the rewrite did.
@@ -39,25 +30,69 @@ pub struct Rewritten {
     /// Global indices (imports counted) of the module's mutable globals, as
     /// exported under [`global_export`].
     pub mutable_globals: Vec<u32>,
+    /// Edge counters the code uses (the first bytes of the counters'
+    /// memory).
+    pub edges: u32,
 }
 
 /// A malformed module: which section, at which byte offset, and why.
-pub fn malformed(section: &str, offset: usize, why: impl std::fmt::Display) -> String {
+pub fn malformed(section: &str, offset: u64, why: impl std::fmt::Display) -> String {
     format!("malformed module: {why} (in the {section} section, at byte offset {offset})")
 }
 
-/// Rewrites `wasm` as the module doc says; errors are one line naming the
-/// section and byte offset.
+/// The export name of the edge counters' memory.
+pub const EDGES_EXPORT: &str = "__dst_edges";
+
+/// Where a section sits in a module's canonical order (custom sections: 0).
+fn rank(id: u8) -> u8 {
+    match id {
+        13 => 6, // tag, between memory and global
+        6 => 7,
+        7 => 8,
+        8 => 9,
+        9 => 10,
+        12 => 11, // data count, before code
+        10 => 12,
+        11 => 13,
+        other => other,
+    }
+}
+
+/// `range` of `wasm` as indices, checked.
+fn bytes(
+    wasm: &[u8],
+    range: &std::ops::Range<u64>,
+    section: &str,
+) -> Result<std::ops::Range<usize>, String> {
+    let (start, end) = (range.start as usize, range.end as usize);
+    if start > end || end > wasm.len() {
+        return Err(malformed(section, range.start, "section runs past the end"));
+    }
+    Ok(start..end)
+}
+
+/// One section of the rewritten module.
+enum Out {
+    Raw(u8, std::ops::Range<usize>),
+    Memory,
+    Export,
+    Code(std::ops::Range<usize>),
+}
+
+/// Rewrites `wasm` as the module doc says, and with edge counters
+/// ([`super::edges`]); errors are one line naming the section and byte
+/// offset.
 pub fn export_mutable_globals(wasm: &[u8]) -> Result<Rewritten, String> {
     let mut imported_globals = 0u32;
+    let mut imported_memories = 0u32;
     let mut mutable_globals = Vec::new();
-    let mut exports: Option<Vec<(String, ExportKind, u32)>> = None;
-    let mut sections: Vec<(u8, std::ops::Range<usize>)> = Vec::new();
-    let mut export_at = None;
-    let mut memory = false;
+    let mut exports: Vec<(String, ExportKind, u32)> = Vec::new();
+    let mut memories: Vec<wasm_encoder::MemoryType> = Vec::new();
+    let mut plan: Vec<Out> = Vec::new();
     let mut section = "header";
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload.map_err(|e| malformed(section, e.offset(), e.message()))?;
+        let mut keep = true;
         match &payload {
             Payload::Version {
                 encoding, range, ..
@@ -70,11 +105,11 @@ pub fn export_mutable_globals(wasm: &[u8]) -> Result<Rewritten, String> {
             }
             Payload::ImportSection(reader) => {
                 section = "import";
-                for import in reader.clone() {
+                for import in reader.clone().into_imports() {
                     let import = import.map_err(|e| malformed(section, e.offset(), e.message()))?;
                     match import.ty {
                         TypeRef::Global(_) => imported_globals += 1,
-                        TypeRef::Memory(_) => memory = true,
+                        TypeRef::Memory(_) => imported_memories += 1,
                         _ => {}
                     }
                 }
@@ -88,59 +123,116 @@ pub fn export_mutable_globals(wasm: &[u8]) -> Result<Rewritten, String> {
                     }
                 }
             }
-            Payload::ExportSection(reader) => {
-                section = "export";
-                let mut list = Vec::new();
-                for export in reader.clone() {
-                    let export = export.map_err(|e| malformed(section, e.offset(), e.message()))?;
-                    list.push((export.name.to_string(), kind(export.kind), export.index));
-                }
-                exports = Some(list);
-                export_at = Some(sections.len());
-                continue;
-            }
             Payload::MemorySection(reader) => {
                 section = "memory";
-                memory |= reader.count() > 0;
+                for memory in reader.clone() {
+                    let memory = memory.map_err(|e| malformed(section, e.offset(), e.message()))?;
+                    memories.push(
+                        RoundtripReencoder
+                            .memory_type(memory)
+                            .map_err(|e| malformed(section, reader.range().start, e))?,
+                    );
+                }
+                plan.push(Out::Memory);
+                keep = false;
             }
-            Payload::CodeSectionStart { .. } => section = "code",
+            Payload::ExportSection(reader) => {
+                section = "export";
+                for export in reader.clone() {
+                    let export = export.map_err(|e| malformed(section, e.offset(), e.message()))?;
+                    exports.push((export.name.to_string(), kind(export.kind)?, export.index));
+                }
+                plan.push(Out::Export);
+                keep = false;
+            }
+            Payload::CodeSectionStart {
+                unchecked_range, ..
+            } => {
+                section = "code";
+                let range = bytes(wasm, unchecked_range, section)?;
+                plan.push(Out::Code(range));
+                keep = false;
+            }
             Payload::DataSection(_) => section = "data",
             _ => {}
         }
-        if let Some((id, range)) = payload.as_section() {
-            if export_at.is_none() && id != 0 && after_exports(id) {
-                export_at = Some(sections.len());
-            }
-            sections.push((id, range));
+        if keep && let Some((id, range)) = payload.as_section() {
+            plan.push(Out::Raw(id, bytes(wasm, &range, section)?));
         }
     }
-    let export_at = export_at.unwrap_or(sections.len());
+    // Sections the rewrite needs and the module lacks, in canonical order.
+    for (missing, id) in [(Out::Memory, 5u8), (Out::Export, 7u8)] {
+        let present = plan
+            .iter()
+            .any(|o| std::mem::discriminant(o) == std::mem::discriminant(&missing));
+        if !present {
+            let at = plan
+                .iter()
+                .position(|o| match o {
+                    Out::Raw(other, _) => *other != 0 && rank(*other) > rank(id),
+                    Out::Memory => rank(5) > rank(id),
+                    Out::Export => rank(7) > rank(id),
+                    Out::Code(_) => true,
+                })
+                .unwrap_or(plan.len());
+            plan.insert(at, missing);
+        }
+    }
+    let own_memory = imported_memories > 0 || !memories.is_empty();
+    let edges_memory = imported_memories + memories.len() as u32;
     let mut encoded = ExportSection::new();
-    for (name, kind, index) in exports.unwrap_or_default() {
-        encoded.export(&name, kind, index);
+    for (name, kind, index) in &exports {
+        encoded.export(name, *kind, *index);
     }
     for &index in &mutable_globals {
         encoded.export(&global_export(index), ExportKind::Global, index);
     }
-    if memory {
+    if own_memory {
         encoded.export(MEMORY_EXPORT, ExportKind::Memory, 0);
     }
-    let mut module = Module::new();
-    for (i, (id, range)) in sections.iter().enumerate() {
-        if i == export_at {
-            module.section(&encoded);
-        }
-        module.section(&RawSection {
-            id: *id,
-            data: &wasm[range.clone()],
-        });
+    encoded.export(EDGES_EXPORT, ExportKind::Memory, edges_memory);
+    let mut memory_section = MemorySection::new();
+    for memory in &memories {
+        memory_section.memory(*memory);
     }
-    if export_at == sections.len() {
-        module.section(&encoded);
+    memory_section.memory(wasm_encoder::MemoryType {
+        minimum: 1,
+        maximum: Some(1),
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    });
+    let mut module = Module::new();
+    let mut edges = 0;
+    for out in &plan {
+        match out {
+            Out::Raw(id, range) => {
+                module.section(&RawSection {
+                    id: *id,
+                    data: &wasm[range.clone()],
+                });
+            }
+            Out::Memory => {
+                module.section(&memory_section);
+            }
+            Out::Export => {
+                module.section(&encoded);
+            }
+            Out::Code(range) => {
+                let (code, count) = super::edges::instrument(
+                    &wasm[range.clone()],
+                    range.start as u64,
+                    edges_memory,
+                )?;
+                edges = count;
+                module.section(&code);
+            }
+        }
     }
     Ok(Rewritten {
         wasm: module.finish(),
         mutable_globals,
+        edges,
     })
 }
 
@@ -180,9 +272,11 @@ mod tests {
                 "_start",
                 "__dst_global_1",
                 "__dst_global_3",
-                MEMORY_EXPORT
+                MEMORY_EXPORT,
+                EDGES_EXPORT
             ]
         );
+        assert_eq!(out.edges, 1, "one function, no blocks");
         wasmparser::Validator::new()
             .validate_all(&out.wasm)
             .unwrap();
