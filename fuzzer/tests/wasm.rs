@@ -43,19 +43,17 @@ fn text(output: &Output) -> String {
     )
 }
 
-#[test]
-fn the_lease_bug_is_found_shrunk_and_replayed() {
-    let dir = fresh("lease");
-    let module = lease();
-    let module = module.to_str().unwrap();
+/// Explores `module` with explorer seed 1 until its first finding, which
+/// must be an `unreachable` trap; returns the finding's folder.
+fn first_trap(dir: &Path, module: &str, runs: &str) -> PathBuf {
     let run = driver(
-        &dir,
+        dir,
         &[
             "run",
             "--wasm",
             module,
             "--runs",
-            "200000",
+            runs,
             "--seed",
             "1",
             "--stop-on-finding",
@@ -70,7 +68,15 @@ fn the_lease_bug_is_found_shrunk_and_replayed() {
         finding["signature"]["cause"], "trap: unreachable",
         "{summary}"
     );
-    let folder = PathBuf::from(finding["path"].as_str().unwrap());
+    PathBuf::from(finding["path"].as_str().unwrap())
+}
+
+#[test]
+fn the_lease_bug_is_found_shrunk_and_replayed() {
+    let dir = fresh("lease");
+    let module = lease();
+    let module = module.to_str().unwrap();
+    let folder = first_trap(&dir, module, "200000");
     let record: Value =
         serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
     assert_eq!(
@@ -167,5 +173,60 @@ fn bad_modules_are_one_line_errors_with_their_own_status() {
         );
         assert!(stderr.contains(says), "{name}: {stderr}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Builds examples/wasm/lease-rs for wasm32-wasip1, or says why not.
+fn rust_module() -> Option<PathBuf> {
+    let libdir = Command::new("rustc")
+        .args(["--print", "target-libdir", "--target", "wasm32-wasip1"])
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if !libdir.is_some_and(|d| d.is_dir()) {
+        eprintln!(
+            "skipped: the wasm32-wasip1 target is not installed (rustup target add wasm32-wasip1)"
+        );
+        return None;
+    }
+    let target_dir = root().join("target/wasm-examples");
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--target",
+            "wasm32-wasip1",
+            "--manifest-path",
+        ])
+        .arg(root().join("examples/wasm/lease-rs/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env_remove("RUSTFLAGS")
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "lease-rs builds for wasm32-wasip1");
+    Some(target_dir.join("wasm32-wasip1/release/lease-rs.wasm"))
+}
+
+#[test]
+fn an_unmodified_rust_std_program_is_explored_and_its_panic_replayed() {
+    let Some(module) = rust_module() else {
+        return;
+    };
+    let module = module.to_str().unwrap();
+    let dir = fresh("rust");
+    let input = first_trap(&dir, module, "50000").join("input");
+    let replay = driver(&dir, &["replay", input.to_str().unwrap(), "--wasm", module]);
+    let shown = text(&replay);
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+    assert!(
+        shown.contains("lease expired, renewing"),
+        "its stdout: {shown}"
+    );
+    assert!(
+        shown.contains("wrote under a lease another holder took"),
+        "its panic message, from stderr: {shown}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
