@@ -267,7 +267,9 @@ pub fn replay_with(
             _ => None,
         })
     };
-    let (stdout, stderr, calls) = (lifecycle("stdout"), lifecycle("stderr"), lifecycle("wasi"));
+    use dst_executors::wasm::{CALLS_EVENT, STDERR_EVENT, STDOUT_EVENT};
+    let (stdout, stderr) = (lifecycle(STDOUT_EVENT), lifecycle(STDERR_EVENT));
+    let calls = lifecycle(CALLS_EVENT);
     let calls: Option<Vec<(String, i32)>> = calls.and_then(|c| serde_json::from_str(&c).ok());
     if as_json {
         println!(

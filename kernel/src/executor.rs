@@ -35,21 +35,6 @@ impl End {
             location,
         })
     }
-
-    /// The crash, if the run crashed.
-    pub fn crash_outcome(&self) -> Option<&Outcome> {
-        match self {
-            End::Crash(outcome) => {
-                debug_assert!(matches!(outcome, Outcome::Crash { .. }));
-                Some(outcome)
-            }
-            End::Ok | End::Timeout => None,
-        }
-    }
-
-    pub fn timed_out(&self) -> bool {
-        matches!(self, End::Timeout)
-    }
 }
 
 /// A coverage map that an executor's runs write: a fixed address and length
@@ -165,8 +150,10 @@ pub trait Executor {
     /// have decision sites logged for `replay`.
     fn set_flags(&mut self, flags: u64);
 
-    /// The per-run time limit, for executors that enforce one (`None`: runs
-    /// are not timed, as in this process).
+    /// The per-run wall-clock limit, for executors whose runs end by
+    /// themselves: one they enforce (a child process is killed past it), or
+    /// the backstop of one bounded otherwise (wasm: by fuel). `None`: runs
+    /// are not bounded, as in this process, and the caller bounds them.
     fn timeout(&self) -> Option<Duration> {
         None
     }

@@ -42,8 +42,17 @@ use wasmi::{
 
 use wasi::Host;
 
+/// Lifecycle events a run recorded with `FLAG_EVENTS` leaves: its WASI
+/// calls (a JSON list of `[name, result]`), and what it wrote to standard
+/// output and error.
+pub const CALLS_EVENT: &str = "wasi";
+pub const STDOUT_EVENT: &str = "stdout";
+pub const STDERR_EVENT: &str = "stderr";
+
 /// Instructions (wasmi fuel units) a run may execute unless told.
 pub const DEFAULT_FUEL: u64 = 20_000_000;
+/// Instructions the module's start function may execute at instantiation.
+const START_FUEL: u64 = 1 << 30;
 /// Output captured per stream and run.
 const CAPTURE_LIMIT: usize = 64 << 10;
 
@@ -123,7 +132,6 @@ pub struct Wasm {
     module: Module,
     mutable_globals: Vec<u32>,
     options: Options,
-    program: String,
     live: Live,
     region: Region,
     flags: u64,
@@ -178,7 +186,7 @@ impl Wasm {
 
     /// Loads a module from its bytes; `program` is its name (`argv[0]`).
     pub fn new(bytes: &[u8], program: &str, options: Options) -> Result<Wasm, LoadError> {
-        let rewritten = rewrite::export_mutable_globals(bytes).map_err(LoadError::BadModule)?;
+        let rewritten = rewrite::prepare(bytes).map_err(LoadError::BadModule)?;
         let mut config = Config::default();
         config.consume_fuel(true);
         let engine = Engine::new(&config);
@@ -254,7 +262,6 @@ impl Wasm {
             module,
             mutable_globals: rewritten.mutable_globals,
             options,
-            program: program.to_string(),
             live,
             region: Region::new(Layout {
                 sites_capacity: 1,
@@ -269,11 +276,6 @@ impl Wasm {
             reinstantiated: 0,
             backstop: Duration::from_secs(1),
         })
-    }
-
-    /// The module's name.
-    pub fn program(&self) -> &str {
-        &self.program
     }
 
     /// How many runs grew the memory, so that the module was instantiated
@@ -351,11 +353,11 @@ impl Wasm {
         if let Some(calls) = &host.calls {
             let details = serde_json::to_string(calls).unwrap_or_default();
             view.push_event(&Event::Lifecycle {
-                name: "wasi".into(),
+                name: CALLS_EVENT.into(),
                 details: Some(details),
             });
         }
-        for (name, bytes) in [("stdout", &host.stdout), ("stderr", &host.stderr)] {
+        for (name, bytes) in [(STDOUT_EVENT, &host.stdout), (STDERR_EVENT, &host.stderr)] {
             if !bytes.is_empty() {
                 view.push_event(&Event::Lifecycle {
                     name: name.into(),
@@ -376,9 +378,7 @@ fn instantiate(
     host: Host,
 ) -> Result<Live, LoadError> {
     let mut store = Store::new(engine, host);
-    store
-        .set_fuel(DEFAULT_FUEL.max(1 << 30))
-        .expect("fuel is enabled");
+    store.set_fuel(START_FUEL).expect("fuel is enabled");
     let instance: Instance = linker
         .instantiate_and_start(&mut store, module)
         .map_err(|e| LoadError::StartFailed(format!("the module's start function failed: {e}")))?;

@@ -1,9 +1,11 @@
-//! Rewriting a module before it runs, with wasmparser and wasm-encoder:
-//! every section is copied as it is, except the export section, which also
-//! exports each mutable global the module defines (`__dst_global_N`) and
-//! its memory (`__dst_memory`), so that a snapshot can restore all of them
-//! (the stack pointer of a Rust or C module is such a global, rarely
-//! exported).
+//! Rewriting a module before it runs ([`prepare`]), with wasmparser and
+//! wasm-encoder: every section is copied as it is, except
+//! - the export section, which also exports each mutable global the module
+//!   defines (`__dst_global_N`) and its memory (`__dst_memory`), so that a
+//!   snapshot can restore all of them (the stack pointer of a Rust or C
+//!   module is such a global, rarely exported), and the edge counters;
+//! - the memory section, which gains the edge counters' memory;
+//! - the code section, instrumented with the counters ([`super::edges`]).
 
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{ExportKind, ExportSection, MemorySection, Module, RawSection};
@@ -79,10 +81,9 @@ enum Out {
     Code(std::ops::Range<usize>),
 }
 
-/// Rewrites `wasm` as the module doc says, and with edge counters
-/// ([`super::edges`]); errors are one line naming the section and byte
-/// offset.
-pub fn export_mutable_globals(wasm: &[u8]) -> Result<Rewritten, String> {
+/// Rewrites `wasm` as the module doc says; errors are one line naming the
+/// section and byte offset.
+pub fn prepare(wasm: &[u8]) -> Result<Rewritten, String> {
     let mut imported_globals = 0u32;
     let mut imported_memories = 0u32;
     let mut mutable_globals = Vec::new();
@@ -253,7 +254,7 @@ mod tests {
                  (data (i32.const 0) "hi"))"#,
         )
         .unwrap();
-        let out = export_mutable_globals(&wasm).unwrap();
+        let out = prepare(&wasm).unwrap();
         assert_eq!(
             out.mutable_globals,
             [1, 3],
@@ -285,7 +286,7 @@ mod tests {
     #[test]
     fn a_module_without_exports_gets_an_export_section_in_order() {
         let wasm = wat::parse_str("(module (global (mut i32) (i32.const 0)) (func))").unwrap();
-        let out = export_mutable_globals(&wasm).unwrap();
+        let out = prepare(&wasm).unwrap();
         wasmparser::Validator::new()
             .validate_all(&out.wasm)
             .unwrap();
@@ -294,10 +295,10 @@ mod tests {
 
     #[test]
     fn malformed_modules_name_the_section_and_offset() {
-        let err = export_mutable_globals(b"\0asm\x01\0\0\0\x06\x05\x01").unwrap_err();
+        let err = prepare(b"\0asm\x01\0\0\0\x06\x05\x01").unwrap_err();
         assert!(err.starts_with("malformed module: "), "{err}");
         assert!(err.contains("byte offset"), "{err}");
-        let err = export_mutable_globals(b"not wasm at all").unwrap_err();
+        let err = prepare(b"not wasm at all").unwrap_err();
         assert!(err.contains("header"), "{err}");
     }
 }

@@ -205,12 +205,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         } => {
             let alone = cmd.cmd || wasm.wasm.is_some();
             let (name, file) = name_and_file(&args, alone, "replay")?;
-            if let Some(mut exec) = wasm.executor(&cmd.command)? {
-                let input = crate::store::read_input(&file).map_err(store_failure)?;
-                return crate::cli::replay_with(&mut exec, &input, replay.json)
-                    .map_err(store_failure);
-            }
-            if let Some(mut exec) = cmd.process(replay.timeout())? {
+            if let Some(mut exec) = direct(&cmd, &wasm, replay.timeout())? {
                 let input = crate::store::read_input(&file).map_err(store_failure)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
                     .map_err(store_failure);
@@ -228,11 +223,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         } => {
             let alone = cmd.cmd || wasm.wasm.is_some();
             let (name, file) = name_and_file(&args, alone, "minimize")?;
-            if let Some(mut exec) = wasm.executor(&cmd.command)? {
-                return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
-                    .map_err(store_failure);
-            }
-            if let Some(mut exec) = cmd.process(minimize.timeout())? {
+            if let Some(mut exec) = direct(&cmd, &wasm, minimize.timeout())? {
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
                     .map_err(store_failure);
             }
@@ -339,6 +330,21 @@ fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, Path
         )),
         (_, false) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
     }
+}
+
+/// The executor this driver runs itself, for a target named by `--wasm` or
+/// `--cmd` (`None`: a target binary of the fuzz crate, which runs its own).
+fn direct(
+    cmd: &CmdArgs,
+    wasm: &WasmArgs,
+    timeout: std::time::Duration,
+) -> Result<Option<Box<dyn dst_executors::Executor>>, Failure> {
+    if let Some(exec) = wasm.executor(&cmd.command)? {
+        return Ok(Some(Box::new(exec)));
+    }
+    Ok(cmd
+        .process(timeout)?
+        .map(|e| Box::new(e) as Box<dyn dst_executors::Executor>))
 }
 
 fn store_failure(err: crate::store::StoreError) -> Failure {
