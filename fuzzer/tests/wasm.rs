@@ -43,9 +43,9 @@ fn text(output: &Output) -> String {
     )
 }
 
-/// Explores `module` with explorer seed 1 until its first finding, which
-/// must be an `unreachable` trap; returns the finding's folder.
-fn first_trap(dir: &Path, module: &str, runs: &str) -> PathBuf {
+/// Explores `module` with explorer seed 1 until its first finding; returns
+/// it (from the JSON summary) and its folder.
+fn first_finding(dir: &Path, module: &str, runs: &str) -> (Value, PathBuf) {
     let run = driver(
         dir,
         &[
@@ -63,12 +63,19 @@ fn first_trap(dir: &Path, module: &str, runs: &str) -> PathBuf {
     );
     assert_eq!(run.status.code(), Some(1), "a finding: {}", text(&run));
     let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
-    let finding = &summary["findings"][0];
+    let finding = summary["findings"][0].clone();
+    let folder = PathBuf::from(finding["path"].as_str().unwrap());
+    (finding, folder)
+}
+
+/// [`first_finding`], which must be an `unreachable` trap.
+fn first_trap(dir: &Path, module: &str, runs: &str) -> PathBuf {
+    let (finding, folder) = first_finding(dir, module, runs);
     assert_eq!(
         finding["signature"]["cause"], "trap: unreachable",
-        "{summary}"
+        "{finding}"
     );
-    PathBuf::from(finding["path"].as_str().unwrap())
+    folder
 }
 
 #[test]
@@ -176,8 +183,9 @@ fn bad_modules_are_one_line_errors_with_their_own_status() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Builds examples/wasm/lease-rs for wasm32-wasip1, or says why not.
-fn rust_module() -> Option<PathBuf> {
+/// Builds a Rust example for wasm32-wasip1 (cargo arguments naming it;
+/// `product`: its module's file name), or says why not.
+fn build_module(package: &[&str], product: &str) -> Option<PathBuf> {
     let libdir = Command::new("rustc")
         .args(["--print", "target-libdir", "--target", "wasm32-wasip1"])
         .output()
@@ -191,22 +199,29 @@ fn rust_module() -> Option<PathBuf> {
     }
     let target_dir = root().join("target/wasm-examples");
     let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--target",
-            "wasm32-wasip1",
-            "--manifest-path",
-        ])
-        .arg(root().join("examples/wasm/lease-rs/Cargo.toml"))
+        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip1"])
+        .args(package)
         .arg("--target-dir")
         .arg(&target_dir)
+        .current_dir(root())
         .env_remove("RUSTFLAGS")
         .status()
         .expect("run cargo build");
-    assert!(status.success(), "lease-rs builds for wasm32-wasip1");
-    Some(target_dir.join("wasm32-wasip1/release/lease-rs.wasm"))
+    assert!(status.success(), "{product} builds for wasm32-wasip1");
+    Some(target_dir.join("wasm32-wasip1/release").join(product))
+}
+
+/// examples/wasm/lease-rs: plain std, its own workspace.
+fn rust_module() -> Option<PathBuf> {
+    build_module(
+        &["--manifest-path", "examples/wasm/lease-rs/Cargo.toml"],
+        "lease-rs.wasm",
+    )
+}
+
+/// examples/wasm/tickets: dst's assertions and decisions.
+fn tickets_module() -> Option<PathBuf> {
+    build_module(&["-p", "dst-example-tickets"], "dst-example-tickets.wasm")
 }
 
 #[test]
@@ -228,5 +243,56 @@ fn an_unmodified_rust_std_program_is_explored_and_its_panic_replayed() {
         shown.contains("wrote under a lease another holder took"),
         "its panic message, from stderr: {shown}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rust_program_with_dst_assertions_is_explored_in_wasm() {
+    let Some(module) = tickets_module() else {
+        return;
+    };
+    let module = module.to_str().unwrap();
+    let dir = fresh("tickets");
+
+    let catalog = driver(&dir, &["catalog", module, "--json"]);
+    assert_eq!(catalog.status.code(), Some(0), "{}", text(&catalog));
+    let sites: Value = serde_json::from_slice(&catalog.stdout).unwrap();
+    let messages: Vec<&str> = sites
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.contains(&"a seat is sold twice") && messages.contains(&"payment reply lost"),
+        "read from the dst_catalog section, reached or not: {messages:?}"
+    );
+
+    let (finding, folder) = first_finding(&dir, module, "100000");
+    assert_eq!(
+        finding["signature"]["message"], "a customer is charged at most once",
+        "{finding}"
+    );
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
+    assert_eq!(record["flaky"], false, "{record}");
+    let input = folder.join("input");
+    // Seed, then at most the six seat choices, the fault and the routing.
+    let shrunk = std::fs::read(&input).unwrap();
+    assert!(shrunk.len() <= 8 + 8, "shrunk to {} bytes", shrunk.len());
+
+    let replay = driver(&dir, &["replay", input.to_str().unwrap(), "--wasm", module]);
+    let shown = text(&replay);
+    assert_eq!(replay.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("outcome: property \"a customer is charged at most once\" failed"),
+        "{shown}"
+    );
+    assert!(shown.contains("\"charges\":2"), "its details: {shown}");
+    assert!(
+        shown.contains("fault  \"payment reply lost\" FIRED at examples/wasm/tickets/src/main.rs"),
+        "decisions named by their sites: {shown}"
+    );
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
     let _ = std::fs::remove_dir_all(&dir);
 }

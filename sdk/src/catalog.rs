@@ -4,15 +4,28 @@
 //! [`CATALOG`] link section (through `linkme`), so the whole list is known
 //! before any run and without running the target's logic. A site's index in
 //! the catalog is its slot in the region's site table.
+//!
+//! In a WebAssembly module (where `linkme` has no link section to collect),
+//! each expansion instead places a pointer-free record ([`c`]'s format,
+//! with column and module) in the module's `dst_catalog` custom section,
+//! which the wasm executor reads without running the module; [`CATALOG`] is
+//! empty there, and local mode registers each site on its first use.
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(not(target_family = "wasm"))]
 #[doc(hidden)]
 pub use linkme;
 
 /// Every site linked into this binary.
+#[cfg(not(target_family = "wasm"))]
 #[linkme::distributed_slice]
 pub static CATALOG: [Site];
+
+/// Every site linked into this binary: none in a wasm module, whose
+/// catalog is its `dst_catalog` custom section (see the module docs).
+#[cfg(target_family = "wasm")]
+pub static CATALOG: [Site; 0] = [];
 
 /// What an assertion (or fault point) claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -146,10 +159,16 @@ impl Site {
         if at >= start && at < start + CATALOG.len() * size_of::<Site>() {
             (at - start) / size_of::<Site>()
         } else {
-            foreign()
-                .iter()
-                .position(|s| std::ptr::eq(*s, self))
-                .map_or(usize::MAX, |i| CATALOG.len() + i)
+            let mut foreign = foreign();
+            match foreign.iter().position(|s| std::ptr::eq(*s, self)) {
+                Some(i) => CATALOG.len() + i,
+                // A wasm module's sites are registered on first use.
+                None if cfg!(target_family = "wasm") => {
+                    foreign.push(self);
+                    CATALOG.len() + foreign.len() - 1
+                }
+                None => usize::MAX,
+            }
         }
     }
 
@@ -286,14 +305,12 @@ pub const fn site_hash(file: &str, line: u32, column: u32) -> u32 {
         .finish()
 }
 
-/// Defines a catalog site for the enclosing macro expansion.
+/// The [`Site`] of the enclosing macro expansion.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __site {
-    ($kind:ident, $msg:expr, $cond:expr) => {{
-        #[$crate::catalog::linkme::distributed_slice($crate::catalog::CATALOG)]
-        #[linkme(crate = $crate::catalog::linkme)]
-        static SITE: $crate::catalog::Site = $crate::catalog::Site {
+macro_rules! __site_value {
+    ($kind:ident, $msg:expr, $cond:expr) => {
+        $crate::catalog::Site {
             kind: $crate::catalog::Kind::$kind,
             message: $msg,
             condition: $cond,
@@ -302,7 +319,44 @@ macro_rules! __site {
             column: column!(),
             module: module_path!(),
             id: $crate::catalog::site_hash(file!(), line!(), column!()),
-        };
+        }
+    };
+}
+
+/// Defines a catalog site for the enclosing macro expansion.
+#[cfg(not(target_family = "wasm"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __site {
+    ($kind:ident, $msg:expr, $cond:expr) => {{
+        #[$crate::catalog::linkme::distributed_slice($crate::catalog::CATALOG)]
+        #[linkme(crate = $crate::catalog::linkme)]
+        static SITE: $crate::catalog::Site = $crate::__site_value!($kind, $msg, $cond);
+        &SITE
+    }};
+}
+
+/// Defines a catalog site for the enclosing macro expansion: in a wasm
+/// module, a record in the `dst_catalog` custom section and a plain static.
+#[cfg(target_family = "wasm")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __site {
+    ($kind:ident, $msg:expr, $cond:expr) => {{
+        const RECORD_LEN: usize =
+            $crate::catalog::c::record_len($msg, $cond, file!(), module_path!());
+        #[used]
+        #[unsafe(link_section = "dst_catalog")]
+        static RECORD: [u8; RECORD_LEN] = $crate::catalog::c::record(
+            $crate::catalog::Kind::$kind,
+            $msg,
+            $cond,
+            file!(),
+            line!(),
+            column!(),
+            module_path!(),
+        );
+        static SITE: $crate::catalog::Site = $crate::__site_value!($kind, $msg, $cond);
         &SITE
     }};
 }
@@ -312,6 +366,11 @@ macro_rules! __site {
 /// NUL-terminated message, condition and file, the next record starting at
 /// the next 8-byte boundary. No pointers, so the section can be read from
 /// the binary file as well as from memory.
+///
+/// A Rust site in a wasm module writes the same record with a longer header
+/// ([`c::RUST_HEADER`]): the `reserved` field is the module path's length (the
+/// path follows the file), then the column (`u32` at 24) and 4 reserved
+/// bytes.
 pub mod c {
     use super::{Kind, Location, SiteInfo, site_hash};
 
@@ -319,6 +378,93 @@ pub mod c {
     pub const MAGIC: u32 = u32::from_le_bytes(*b"DSTC");
     /// Bytes of a record's header.
     pub const HEADER: usize = 24;
+    /// Bytes of a record's header with column and module path.
+    pub const RUST_HEADER: usize = 32;
+
+    /// The number of `kind` in records (`dst.h`'s `DST_KIND_*`, and 14 to
+    /// 16 for the kinds only Rust has).
+    pub const fn number(kind: Kind) -> u16 {
+        use Kind::*;
+        match kind {
+            Always => 1,
+            AlwaysOrUnreachable => 2,
+            Sometimes => 3,
+            Reachable => 4,
+            Unreachable => 5,
+            AlwaysGreaterThan => 6,
+            AlwaysGreaterThanOrEqualTo => 7,
+            AlwaysLessThan => 8,
+            AlwaysLessThanOrEqualTo => 9,
+            SometimesGreaterThan => 10,
+            SometimesGreaterThanOrEqualTo => 11,
+            SometimesLessThan => 12,
+            SometimesLessThanOrEqualTo => 13,
+            AlwaysSome => 14,
+            SometimesAll => 15,
+            Fault => 16,
+        }
+    }
+
+    /// Bytes of the record [`record`] writes for these strings.
+    pub const fn record_len(message: &str, condition: &str, file: &str, module: &str) -> usize {
+        let text = message.len() + condition.len() + file.len() + module.len() + 4;
+        (RUST_HEADER + text).div_ceil(8) * 8
+    }
+
+    /// Writes `bytes` at `at`, then a NUL; returns the next position.
+    const fn put(out: &mut [u8], at: usize, bytes: &[u8]) -> usize {
+        let mut i = 0;
+        while i < bytes.len() {
+            out[at + i] = bytes[i];
+            i += 1;
+        }
+        at + bytes.len() + 1
+    }
+
+    const fn put_u16(out: &mut [u8], at: usize, value: usize) {
+        assert!(value <= u16::MAX as usize, "a catalog string is too long");
+        let b = (value as u16).to_le_bytes();
+        out[at] = b[0];
+        out[at + 1] = b[1];
+    }
+
+    const fn put_u32(out: &mut [u8], at: usize, value: u32) {
+        let b = value.to_le_bytes();
+        let mut i = 0;
+        while i < 4 {
+            out[at + i] = b[i];
+            i += 1;
+        }
+    }
+
+    /// The record of a Rust site, at compile time (`N` is [`record_len`]).
+    pub const fn record<const N: usize>(
+        kind: Kind,
+        message: &str,
+        condition: &str,
+        file: &str,
+        line: u32,
+        column: u32,
+        module: &str,
+    ) -> [u8; N] {
+        assert!(N == record_len(message, condition, file, module));
+        let mut out = [0u8; N];
+        put_u32(&mut out, 0, MAGIC);
+        put_u16(&mut out, 4, number(kind) as usize);
+        put_u16(&mut out, 6, RUST_HEADER);
+        put_u32(&mut out, 8, N as u32);
+        put_u32(&mut out, 12, line);
+        put_u16(&mut out, 16, message.len() + 1);
+        put_u16(&mut out, 18, condition.len() + 1);
+        put_u16(&mut out, 20, file.len() + 1);
+        put_u16(&mut out, 22, module.len() + 1);
+        put_u32(&mut out, 24, column);
+        let at = put(&mut out, RUST_HEADER, message.as_bytes());
+        let at = put(&mut out, at, condition.as_bytes());
+        let at = put(&mut out, at, file.as_bytes());
+        put(&mut out, at, module.as_bytes());
+        out
+    }
 
     /// The kind numbers of `dst.h` (`DST_KIND_*`).
     pub fn kind(number: u16) -> Option<Kind> {
@@ -337,6 +483,9 @@ pub mod c {
             11 => SometimesGreaterThanOrEqualTo,
             12 => SometimesLessThan,
             13 => SometimesLessThanOrEqualTo,
+            14 => AlwaysSome,
+            15 => SometimesAll,
+            16 => Fault,
             _ => return None,
         })
     }
@@ -350,6 +499,9 @@ pub mod c {
         pub condition: String,
         pub file: String,
         pub line: u32,
+        /// 0 and "" in C records.
+        pub column: u32,
+        pub module: String,
     }
 
     impl Record {
@@ -363,10 +515,10 @@ pub mod c {
                 location: Location {
                     file: self.file.clone(),
                     line: self.line,
-                    column: 0,
-                    module: String::new(),
+                    column: self.column,
+                    module: self.module.clone(),
                 },
-                id: site_hash(&self.file, self.line, 0),
+                id: site_hash(&self.file, self.line, self.column),
             }
         }
     }
@@ -393,8 +545,13 @@ pub mod c {
         let header = u16_at(bytes, 6);
         let size = u32_at(bytes, 8) as usize;
         let line = u32_at(bytes, 12);
+        let rust = header >= RUST_HEADER;
+        let module_len = if rust { u16_at(bytes, 22) } else { 0 };
         let lens = [u16_at(bytes, 16), u16_at(bytes, 18), u16_at(bytes, 20)];
-        if header < HEADER || size > bytes.len() || header + lens.iter().sum::<usize>() > size {
+        if header < HEADER
+            || size > bytes.len()
+            || header + lens.iter().sum::<usize>() + module_len > size
+        {
             return None;
         }
         let message = text(&bytes[header..header + lens[0]])?;
@@ -402,6 +559,12 @@ pub mod c {
         let condition = text(&bytes[at..at + lens[1]])?;
         let at = at + lens[1];
         let file = text(&bytes[at..at + lens[2]])?;
+        let at = at + lens[2];
+        let (column, module) = if rust {
+            (u32_at(bytes, 24), text(&bytes[at..at + module_len])?)
+        } else {
+            (0, String::new())
+        };
         Some(Record {
             offset: 0,
             kind,
@@ -409,6 +572,8 @@ pub mod c {
             condition,
             file,
             line,
+            column,
+            module,
         })
     }
 

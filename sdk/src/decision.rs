@@ -131,6 +131,64 @@ pub fn be_value(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0u64, |v, &b| v << 8 | u64::from(b))
 }
 
+/// How a decision's bytes become its value. Data rather than a closure, so
+/// that a decision taken for code in another address space (the SDK inside
+/// a wasm module, through the wasm executor) is described by two numbers
+/// ([`Value::encode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    /// The bytes, big-endian ([`be_value`]).
+    Be,
+    /// The big-endian bytes modulo `n` (`n > 0`).
+    Mod(u64),
+    /// The lowest bit of the first byte.
+    Bit,
+    /// 1 if the first byte is at least the threshold, else 0.
+    AtLeast(u8),
+    /// FNV-1a of the bytes (a buffer fill, recorded by its hash).
+    Hash,
+}
+
+impl Value {
+    /// The value of a decision that consumed `bytes`.
+    #[inline]
+    pub fn of(self, bytes: &[u8]) -> u64 {
+        match self {
+            Value::Be => be_value(bytes),
+            Value::Mod(n) => {
+                debug_assert!(n > 0, "a modulus is positive");
+                be_value(bytes) % n.max(1)
+            }
+            Value::Bit => u64::from(bytes.first().is_some_and(|b| b & 1 != 0)),
+            Value::AtLeast(threshold) => u64::from(bytes.first().is_some_and(|b| *b >= threshold)),
+            Value::Hash => crate::hash::fnv64(bytes),
+        }
+    }
+
+    /// As (tag, parameter), the inverse of [`Value::decode`].
+    pub fn encode(self) -> (u32, u64) {
+        match self {
+            Value::Be => (0, 0),
+            Value::Mod(n) => (1, n),
+            Value::Bit => (2, 0),
+            Value::AtLeast(t) => (3, u64::from(t)),
+            Value::Hash => (4, 0),
+        }
+    }
+
+    /// The value function encoded as (tag, parameter), if it is one.
+    pub fn decode(tag: u32, parameter: u64) -> Option<Value> {
+        Some(match (tag, parameter) {
+            (0, _) => Value::Be,
+            (1, n) if n > 0 => Value::Mod(n),
+            (2, _) => Value::Bit,
+            (3, t) => Value::AtLeast(u8::try_from(t).ok()?),
+            (4, _) => Value::Hash,
+            _ => return None,
+        })
+    }
+}
+
 /// A reader over one run's decision stream.
 ///
 /// Reads must be sequential: `read` continues where the last one stopped.

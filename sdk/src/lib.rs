@@ -27,6 +27,10 @@
 //! child per run (or loops in [`run`], persistent mode), and a crash handler
 //! records fatal signals with their stack.
 //!
+//! In a WebAssembly module (`wasm32-wasip1`) there is no shared memory or
+//! fork server: under dst's wasm executor the SDK reaches the explorer
+//! through the hooks of [`wasm`], and elsewhere it is in local mode.
+//!
 //! Ids and names that must be the same in every run and process (site ids,
 //! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a.
 //!
@@ -51,8 +55,14 @@
 //! ```
 
 pub mod catalog;
+#[cfg(unix)]
 mod crash;
 pub mod decision;
+#[cfg(unix)]
+pub mod forkserver;
+/// Without processes to fork (a wasm module): [`run`] runs its body once.
+#[cfg(not(unix))]
+#[path = "forkserver_none.rs"]
 pub mod forkserver;
 pub mod hash;
 pub mod lifecycle;
@@ -66,6 +76,7 @@ pub mod shm;
 pub mod sim;
 pub mod sync;
 pub mod thread;
+pub mod wasm;
 
 pub use forkserver::run;
 pub use runtime::{attach, detach};

@@ -8,7 +8,7 @@
 use std::convert::Infallible;
 use std::panic::Location;
 
-use crate::decision::{Kind, be_value, below_width};
+use crate::decision::{Kind, Value, below_width};
 use crate::runtime::{DecisionSite, decide};
 
 /// A decision site in C or C++ code (libdst's `dst_random_*`, whose macros
@@ -83,7 +83,7 @@ pub fn bool_at(site: ForeignSite) -> bool {
 
 fn u64_in(site: DecisionSite) -> u64 {
     let mut bytes = [0u8; 8];
-    decide(Kind::U64, site, &mut bytes, be_value)
+    decide(Kind::U64, site, &mut bytes, Value::Be)
 }
 
 pub(crate) fn below_as(kind: Kind, n: u64, site: DecisionSite) -> u64 {
@@ -92,12 +92,12 @@ pub(crate) fn below_as(kind: Kind, n: u64, site: DecisionSite) -> u64 {
         return 0;
     }
     let mut bytes = [0u8; 8];
-    decide(kind, site, &mut bytes[..width], |b| be_value(b) % n)
+    decide(kind, site, &mut bytes[..width], Value::Mod(n))
 }
 
 fn bool_in(site: DecisionSite) -> bool {
     let mut byte = [0u8; 1];
-    decide(Kind::Bool, site, &mut byte, |b| u64::from(b[0] & 1)) != 0
+    decide(Kind::Bool, site, &mut byte, Value::Bit) != 0
 }
 
 /// A uniformly random `u64` (nominal 0).
@@ -140,7 +140,7 @@ pub fn fill(buf: &mut [u8]) {
 }
 
 fn fill_as(kind: Kind, buf: &mut [u8], caller: &'static Location<'static>) {
-    decide(kind, DecisionSite::Caller(caller), buf, crate::hash::fnv64);
+    decide(kind, DecisionSite::Caller(caller), buf, Value::Hash);
 }
 
 /// A random number generator whose every output is a decision, for code that
@@ -158,7 +158,7 @@ impl rand_core::TryRng for Rng {
             Kind::RngU32,
             DecisionSite::Caller(Location::caller()),
             &mut bytes,
-            be_value,
+            Value::Be,
         ) as u32)
     }
 
@@ -169,7 +169,7 @@ impl rand_core::TryRng for Rng {
             Kind::RngU64,
             DecisionSite::Caller(Location::caller()),
             &mut bytes,
-            be_value,
+            Value::Be,
         ))
     }
 

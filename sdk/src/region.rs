@@ -30,6 +30,7 @@
 //! goes through a [`RegionRef`] view borrowed from it, which the compiler
 //! keeps from outliving it.
 
+#[cfg(unix)]
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -473,6 +474,7 @@ enum Backing {
     /// A shared mapping of `len` bytes, unmapped on drop: anonymous (shared
     /// with forked children), or of a named segment, which is also removed
     /// when this value created it (`unlink`).
+    #[cfg(unix)]
     Mapping { len: usize, unlink: Option<CString> },
     /// Memory this value does not own (a controller's, attached by the SDK).
     Borrowed,
@@ -484,6 +486,7 @@ enum Backing {
 pub struct Region {
     base: *mut u8,
     sections: Sections,
+    #[cfg_attr(not(unix), allow(dead_code))]
     backing: Backing,
 }
 
@@ -508,6 +511,7 @@ impl Region {
 
     /// A zeroed region with `layout` in an anonymous shared mapping: what a
     /// forked child writes there, its parent reads.
+    #[cfg(unix)]
     pub fn shared(layout: Layout) -> std::io::Result<Region> {
         let len = layout.total_size();
         // SAFETY: an anonymous shared mapping of `len` bytes; no file, no
@@ -533,6 +537,7 @@ impl Region {
     /// A zeroed region with `layout` in a new POSIX shared-memory segment
     /// called `name` (mode 0600; it must not exist yet), removed when the
     /// region is dropped: how another process reaches it (see [`crate::shm`]).
+    #[cfg(unix)]
     pub fn create_segment(name: &CStr, layout: Layout) -> std::io::Result<Region> {
         let len = layout.total_size();
         // SAFETY: a NUL-terminated name; O_EXCL makes the segment ours alone.
@@ -580,6 +585,7 @@ impl Region {
     /// Maps the existing segment called `name` and validates it: the target
     /// side of [`Region::create_segment`]. The segment stays; the mapping
     /// goes with the region.
+    #[cfg(unix)]
     pub fn open_segment(name: &CStr) -> Result<Region, String> {
         // SAFETY: a NUL-terminated name; the result is checked.
         let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
@@ -683,6 +689,7 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
+        #[cfg(unix)]
         if let Backing::Mapping { len, unlink } = &self.backing {
             // SAFETY: unmapping what `shared`, `create_segment` or
             // `open_segment` mapped, once; removing the segment this region

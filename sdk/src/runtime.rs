@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::catalog::{self, Site};
-use crate::decision::{self, Stream};
+use crate::decision::{self, Stream, Value};
 use crate::region::{
     self, DecisionRecord, Event, FLAG_TRACE_SITES, Layout, Region, RegionError, RegionRef,
     SITE_FALSE, SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
@@ -184,6 +184,7 @@ pub fn coverage_extent() -> u64 {
 
 /// Attaches to the segment named in `DST_REGION` (starting local mode
 /// instead when there is none); returns whether a shared region is in use.
+#[cfg(unix)]
 pub(crate) fn attach_shared() -> bool {
     let _ = region();
     local().is_none() && !REGION.load(Ordering::Acquire).is_null()
@@ -213,6 +214,20 @@ fn env_flag(name: &str) -> bool {
 /// the segment an explorer's process executor named in `DST_REGION` (once
 /// per process), else local mode from the environment.
 fn init() {
+    // Under the wasm executor, decisions, assertions and events go to the
+    // host (`crate::wasm`); what else reads a region sees an empty one.
+    #[cfg(target_family = "wasm")]
+    if crate::wasm::hosted() {
+        let layout = Layout {
+            input_capacity: 0,
+            coverage_size: 0,
+            sites_capacity: 1,
+            decisions_capacity: 1,
+            events_capacity: 1,
+        };
+        install(Box::leak(Box::new(Region::new(layout))));
+        return;
+    }
     static SHARED: OnceLock<bool> = OnceLock::new();
     if *SHARED.get_or_init(attach_segment) && !REGION.load(Ordering::Acquire).is_null() {
         return;
@@ -284,6 +299,7 @@ fn attach_segment() -> bool {
     let region: &'static Region = Box::leak(Box::new(region));
     install(region);
     set_whole_process();
+    #[cfg(unix)]
     crate::crash::install(region.view());
     true
 }
@@ -393,6 +409,7 @@ fn fresh_seed() -> u64 {
     if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         h.write_u128(now.as_nanos());
     }
+    #[cfg(unix)]
     h.write_u32(std::process::id());
     h.finish().max(1)
 }
@@ -441,13 +458,30 @@ fn assertion_json(
 
 /// Where a decision was taken.
 #[derive(Clone, Copy)]
-pub(crate) enum DecisionSite {
+pub(crate) enum DecisionSite<'a> {
     Caller(&'static std::panic::Location<'static>),
     Fault(&'static Site),
     Foreign(crate::random::ForeignSite),
+    /// Described by whoever took it ([`decide_for`]).
+    Text(SiteText<'a>),
 }
 
-impl DecisionSite {
+/// A decision site described by its text: for decisions the SDK takes on
+/// behalf of code it cannot see into (the SDK inside a wasm module, whose
+/// call sites live in the module's memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteText<'a> {
+    /// The site's id (`catalog::site_hash` of its location, as the SDK
+    /// computes it for its own sites).
+    pub id: u32,
+    pub file: &'a str,
+    pub line: u32,
+    pub column: u32,
+    /// A fault's name.
+    pub name: Option<&'a str>,
+}
+
+impl DecisionSite<'_> {
     fn id(self) -> u32 {
         match self {
             DecisionSite::Caller(loc) => {
@@ -455,18 +489,58 @@ impl DecisionSite {
             }
             DecisionSite::Fault(site) => site.id,
             DecisionSite::Foreign(site) => site.id(),
+            DecisionSite::Text(site) => site.id,
+        }
+    }
+
+    /// File, line, column and fault name.
+    fn text(&self) -> SiteText<'_> {
+        match *self {
+            DecisionSite::Caller(loc) => SiteText {
+                id: self.id(),
+                file: loc.file(),
+                line: loc.line(),
+                column: loc.column(),
+                name: None,
+            },
+            DecisionSite::Fault(s) => SiteText {
+                id: s.id,
+                file: s.file,
+                line: s.line,
+                column: s.column,
+                name: Some(s.message),
+            },
+            DecisionSite::Foreign(s) => SiteText {
+                id: s.id(),
+                file: s.file(),
+                line: s.line(),
+                column: 0,
+                name: None,
+            },
+            DecisionSite::Text(s) => s,
         }
     }
 }
 
+/// Takes one decision at a site described by its text (see [`SiteText`]),
+/// exactly as the SDK's own `random` functions and `fault!` do: fills
+/// `bytes` from the stream, records it, and returns `value.of(bytes)`.
+pub fn decide_for(kind: decision::Kind, site: SiteText<'_>, bytes: &mut [u8], value: Value) -> u64 {
+    decide(kind, DecisionSite::Text(site), bytes, value)
+}
+
 /// Takes one decision: fills `bytes` from the stream, records it, and returns
-/// `value_of(bytes)`.
+/// `value.of(bytes)`.
 pub(crate) fn decide(
     kind: decision::Kind,
-    site: DecisionSite,
+    site: DecisionSite<'_>,
     bytes: &mut [u8],
-    value_of: impl FnOnce(&[u8]) -> u64,
+    value: Value,
 ) -> u64 {
+    #[cfg(target_family = "wasm")]
+    if crate::wasm::hosted() {
+        return crate::wasm::decide(kind, site.text(), bytes, value);
+    }
     let region = region();
     let header = region.header();
     let mut inner = inner();
@@ -484,7 +558,7 @@ pub(crate) fn decide(
         "a decision consumes exactly its width"
     );
     header.cursor.store(stream.cursor, Ordering::Release);
-    let value = value_of(bytes);
+    let value = value.of(bytes);
     let site_id = site.id();
     let index = header.decisions.load(Ordering::Relaxed);
     // Decisions are taken under the decision lock, one index each.
@@ -510,11 +584,13 @@ pub(crate) fn decide(
     let local = local();
     let want_site = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
     if want_site || local.is_some_and(|l| l.trace) {
-        let (file, line, column, name) = match site {
-            DecisionSite::Caller(loc) => (loc.file(), loc.line(), loc.column(), None),
-            DecisionSite::Fault(s) => (s.file, s.line, s.column, Some(s.message)),
-            DecisionSite::Foreign(s) => (s.file(), s.line(), 0, None),
-        };
+        let SiteText {
+            file,
+            line,
+            column,
+            name,
+            ..
+        } = site.text();
         if want_site {
             region.push_event(&Event::DecisionSite {
                 index,
@@ -565,16 +641,44 @@ pub fn assert_at(
     score: f64,
     details: impl FnOnce() -> Option<String>,
 ) {
-    let region = region();
+    #[cfg(target_family = "wasm")]
+    if crate::wasm::hosted() {
+        return crate::wasm::assert(site, condition, score, details);
+    }
+    let _ = region();
     if MODE.load(Ordering::Relaxed) == QUIET && !site.kind.fails_on(condition) {
         return;
     }
+    if evaluate(index, site.kind, condition, score) {
+        report(Some(site), index, condition, details());
+    }
+}
+
+/// Records one evaluation of the site at catalog `index` (of `kind`) for
+/// code whose sites are not this binary's: a wasm module's, whose catalog
+/// the wasm executor read from the module. Returns whether the evaluation
+/// is to be reported, with its details, through [`report_for`]: its first
+/// of this polarity in the run, when someone reads it (a failure, or a run
+/// being explained).
+pub fn evaluate_for(index: usize, kind: catalog::Kind, condition: bool, score: f64) -> bool {
+    evaluate(index, kind, condition, score)
+}
+
+/// Reports an evaluation [`evaluate_for`] asked for.
+pub fn report_for(index: usize, condition: bool, details: Option<String>) {
+    report(None, index, condition, details);
+}
+
+/// The site-table half of an assertion: counts, guidance, first failure.
+/// Returns whether [`report`] must follow.
+fn evaluate(index: usize, kind: catalog::Kind, condition: bool, score: f64) -> bool {
+    let region = region();
     let header = region.header();
     let Some(state) = region.site(index) else {
         header
             .status
             .fetch_or(STATUS_SITES_OVERFLOW, Ordering::Relaxed);
-        return;
+        return false;
     };
     state.evaluations.fetch_add(1, Ordering::Relaxed);
     let polarity = if condition {
@@ -599,7 +703,7 @@ pub fn assert_at(
         }
     }
     let first = previous & polarity == 0;
-    let failed = site.kind.fails_on(condition);
+    let failed = kind.fails_on(condition);
     if failed {
         let _ = header.first_failure.compare_exchange(
             0,
@@ -609,17 +713,22 @@ pub fn assert_at(
         );
     }
     if !first {
-        return;
+        return false;
     }
-    let local = local();
     // Under an explorer, a first pass is recorded in the site table already;
     // its details and event are only wanted when a run is being explained.
     let explaining = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
-    if !failed && local.is_none() && !explaining {
-        return;
-    }
-    let details = details();
-    if failed && local.is_some() {
+    failed || local().is_some() || explaining
+}
+
+/// The event half of an assertion: the event, local mode's line on stderr
+/// and `DST_OUTPUT` record (for the SDK's own sites), the abort that
+/// `DST_ABORT_ON_FAILURE` asks for.
+fn report(site: Option<&Site>, index: usize, condition: bool, details: Option<String>) {
+    let region = region();
+    let failed = site.is_some_and(|s| s.kind.fails_on(condition));
+    let local = local();
+    if let (Some(site), true, Some(_)) = (site, failed, local) {
         eprintln!(
             "dst: assertion failed: {} \"{}\" at {}:{}:{}{}{}",
             site.kind.name(),
@@ -639,7 +748,7 @@ pub fn assert_at(
             details: details.clone(),
         });
     }
-    if let Some(local) = local {
+    if let (Some(local), Some(site)) = (local, site) {
         local.write_line(&assertion_json(site, condition, true, details.as_deref()));
     }
     if failed && ABORT_ON_FAILURE.load(Ordering::Relaxed) {
@@ -652,6 +761,10 @@ pub fn assert_at(
 /// controller when it asks (`FLAG_EVENTS`, or `FLAG_TRACE_SITES` to explain
 /// a run). Lets callers skip preparing details nobody reads.
 pub fn events_wanted() -> bool {
+    #[cfg(target_family = "wasm")]
+    if crate::wasm::hosted() {
+        return crate::wasm::events_wanted();
+    }
     let region = region();
     local().is_some()
         || region.header().flags.load(Ordering::Relaxed) & (region::FLAG_EVENTS | FLAG_TRACE_SITES)
@@ -660,7 +773,11 @@ pub fn events_wanted() -> bool {
 
 /// Records a lifecycle event (callers check [`events_wanted`] first, before
 /// preparing the details).
-pub(crate) fn event(name: &str, details: Option<String>) {
+pub fn event(name: &str, details: Option<String>) {
+    #[cfg(target_family = "wasm")]
+    if crate::wasm::hosted() {
+        return crate::wasm::event(name, details);
+    }
     let region = region();
     {
         let _inner = inner();
@@ -699,7 +816,7 @@ pub fn __fault(site: &'static Site) -> bool {
         decision::Kind::Fault,
         DecisionSite::Fault(site),
         &mut byte,
-        |b| u64::from(b[0] >= decision::FAULT_THRESHOLD),
+        Value::AtLeast(decision::FAULT_THRESHOLD),
     ) != 0;
     if !__quiet() {
         __assert(site, fired, f64::NAN, || None);

@@ -9,6 +9,7 @@
 //! stray write. Once attached, a crash handler records a fatal signal and
 //! its stack in the region.
 
+#[cfg(unix)]
 use std::ffi::CString;
 
 use crate::region::Region;
@@ -18,6 +19,7 @@ pub const REGION_ENV: &str = "DST_REGION";
 /// Exit status of a target whose `DST_REGION` could not be used.
 pub const EXIT_BAD_REGION: i32 = 86;
 
+#[cfg(unix)]
 fn fail(name: &str, why: impl std::fmt::Display) -> ! {
     eprintln!("dst: {REGION_ENV}={name}: {why}");
     std::process::exit(EXIT_BAD_REGION);
@@ -25,6 +27,7 @@ fn fail(name: &str, why: impl std::fmt::Display) -> ! {
 
 /// The segment named in `DST_REGION`, mapped and validated; `None` when the
 /// variable is not set. Exits the process if the segment is unusable.
+#[cfg(unix)]
 pub(crate) fn open_from_env() -> Option<Region> {
     let name = std::env::var(REGION_ENV).ok()?;
     let Ok(cname) = CString::new(name.as_str()) else {
@@ -34,4 +37,11 @@ pub(crate) fn open_from_env() -> Option<Region> {
         Ok(region) => Some(region),
         Err(why) => fail(&name, why),
     }
+}
+
+/// No shared memory where there are no processes to share it with (a wasm
+/// module reaches its explorer through [`crate::wasm`] instead).
+#[cfg(not(unix))]
+pub(crate) fn open_from_env() -> Option<Region> {
+    None
 }

@@ -4,25 +4,36 @@
 //! Why wasmi: fuel metering (a run is bounded by instructions executed, so
 //! running out is a timeout that every replay repeats), a small build, and
 //! an API to every instance's memory and globals. The module is rewritten
-//! first ([`rewrite`]: its mutable globals and memory exported) and
-//! instantiated once per campaign; a snapshot of its memory and mutable
-//! globals is taken right after instantiation, and every run starts by
-//! restoring it instead of instantiating again (a run that grew the memory,
-//! which wasm cannot shrink, is followed by a fresh instantiation). WASI
-//! preview 1 is dst's ([`wasi`]): clock, randomness and sleeps are
-//! decisions, output is captured. Decisions go through the SDK attached to
-//! the executor's region, as for a target in this process.
+//! first ([`rewrite`]: its mutable globals and memory exported, the size of
+//! its memory made virtual) and instantiated once per campaign; a snapshot
+//! of its memory and mutable globals is taken right after instantiation,
+//! and every run starts by restoring it instead of instantiating again. A
+//! run that grew the memory (which wasm cannot shrink) leaves the real
+//! memory larger, but the module sees its virtual size, which the snapshot
+//! restores, and the pages past the snapshot are zeroed. WASI preview 1 is
+//! dst's ([`wasi`]): clock, randomness and sleeps are decisions, output is
+//! captured. Decisions go through the SDK attached to the executor's
+//! region, as for a target in this process.
+//!
+//! A module built with the `dst` crate exports its hooks (`dst::wasm`);
+//! the rewrite turns them into calls of the host functions of [`hooks`],
+//! so its assertions and decisions reach the executor's region as a native
+//! program's do, and its catalog is read from its `dst_catalog` custom
+//! section. Traps are located by [`locate`]: the function (name section)
+//! and line (DWARF) of the last block entered, or a Rust panic's own
+//! location.
 //!
 //! Edge coverage: the rewrite also counts edges in a memory of the
 //! module's own that its code cannot address ([`edges`]); after each run
 //! the counters are copied into a map the executor owns.
 //!
-//! Not yet: comparison feedback, the SDK's `dst` import module for Rust modules with
-//! assertions, trap locations from the name section and DWARF, tables
-//! restored between runs (a module that writes its table with `table.set`
-//! keeps the change).
+//! Not yet: comparison feedback; tables restored between runs (a module
+//! that writes its table with `table.set` keeps the change); a trap's exact
+//! instruction (wasmi reports none; the block it is in is known).
 
 pub mod edges;
+pub mod hooks;
+pub mod locate;
 pub mod rewrite;
 pub mod wasi;
 
@@ -123,6 +134,8 @@ struct Live {
     snapshot: Snapshot,
     /// The edge counters' memory.
     edges: Option<Memory>,
+    /// The id of the last block entered (see [`locate`]).
+    last_block: Option<Global>,
 }
 
 /// Runs a WebAssembly module; see the module docs.
@@ -131,6 +144,9 @@ pub struct Wasm {
     linker: Linker<Host>,
     module: Module,
     mutable_globals: Vec<u32>,
+    /// The rewrite virtualized the memory's size.
+    virtual_memory: bool,
+    locator: locate::Locator,
     options: Options,
     live: Live,
     region: Region,
@@ -246,6 +262,7 @@ impl Wasm {
             args,
             env: options.env.clone(),
             capture_limit: CAPTURE_LIMIT,
+            sites: std::sync::Arc::new(hooks::Sites::new(&rewritten.catalog)),
             ..Host::default()
         };
         let live = instantiate(
@@ -261,15 +278,17 @@ impl Wasm {
             linker,
             module,
             mutable_globals: rewritten.mutable_globals,
+            virtual_memory: rewritten.virtual_memory.is_some(),
+            locator: locate::Locator::new(rewritten.debug),
             options,
             live,
             region: Region::new(Layout {
-                sites_capacity: 1,
+                sites_capacity: rewritten.catalog.len().max(1),
                 coverage_size: crate::inprocess::DECISION_COVERAGE,
                 ..Layout::default()
             }),
             flags: 0,
-            catalog: Vec::new(),
+            catalog: rewritten.catalog,
             edges: (0..rewritten.edges.clamp(1, 1 << 16))
                 .map(|_| UnsafeCell::new(0))
                 .collect(),
@@ -296,7 +315,10 @@ impl Wasm {
         (&host.stdout, &host.stderr)
     }
 
-    /// Restores the snapshot; instantiates again if the memory grew.
+    /// Restores the snapshot; instantiates again if the memory grew and
+    /// its size is not virtual (see [`rewrite::Rewritten::virtual_memory`]):
+    /// with a virtual size, the pages past the snapshot are zeroed and the
+    /// size global is restored with the others.
     fn restore(&mut self) -> Result<(), LoadError> {
         let grown = self
             .live
@@ -304,7 +326,7 @@ impl Wasm {
             .memory
             .as_ref()
             .is_some_and(|(m, bytes)| m.data_size(&self.live.store) != bytes.len());
-        if grown {
+        if grown && !self.virtual_memory {
             let host = std::mem::take(self.live.store.data_mut());
             self.live = instantiate(
                 &self.engine,
@@ -319,7 +341,10 @@ impl Wasm {
         }
         let live = &mut self.live;
         if let Some((memory, bytes)) = &live.snapshot.memory {
-            memory.data_mut(&mut live.store).copy_from_slice(bytes);
+            let data = memory.data_mut(&mut live.store);
+            debug_assert!(data.len() >= bytes.len(), "memory never shrinks");
+            data[..bytes.len()].copy_from_slice(bytes);
+            data[bytes.len()..].fill(0);
         }
         for (global, value) in &live.snapshot.globals {
             global
@@ -344,6 +369,18 @@ impl Wasm {
             std::ptr::copy_nonoverlapping(counters.as_ptr(), map, n);
         }
         counters[..n].fill(0);
+    }
+
+    /// Where the run's trap happened (see [`locate`]).
+    fn trap_location(&self, trap: TrapCode) -> Option<String> {
+        let stderr = &self.live.store.data().stderr;
+        if trap == TrapCode::UnreachableCodeReached
+            && let Some(at) = locate::panic_location(stderr)
+        {
+            return Some(at);
+        }
+        let id = self.live.last_block?.get(&self.live.store).i32()?;
+        self.locator.block(id as u32)
     }
 
     /// After a run with events recorded: its WASI calls and output.
@@ -379,9 +416,23 @@ fn instantiate(
 ) -> Result<Live, LoadError> {
     let mut store = Store::new(engine, host);
     store.set_fuel(START_FUEL).expect("fuel is enabled");
+    let start_failed = |e: wasmi::Error| {
+        LoadError::StartFailed(format!("the module's start function failed: {e}"))
+    };
+    // The rewrite moved any start function to an export, called here once
+    // the SDK's hooks are in place.
     let instance: Instance = linker
         .instantiate_and_start(&mut store, module)
-        .map_err(|e| LoadError::StartFailed(format!("the module's start function failed: {e}")))?;
+        .map_err(start_failed)?;
+    if let Some(table) = instance
+        .get_export(&store, rewrite::HOOKS_EXPORT)
+        .and_then(Extern::into_table)
+    {
+        hooks::install(&mut store, table);
+    }
+    if let Ok(start) = instance.get_typed_func::<(), ()>(&store, rewrite::START_EXPORT) {
+        start.call(&mut store, ()).map_err(start_failed)?;
+    }
     let entry = instance
         .get_typed_func::<(), ()>(&store, entry)
         .map_err(|e| LoadError::BadModule(format!("cannot run {entry:?}: {e}")))?;
@@ -399,11 +450,13 @@ fn instantiate(
     let edges = instance
         .get_export(&store, rewrite::EDGES_EXPORT)
         .and_then(Extern::into_memory);
+    let last_block = instance.get_global(&store, rewrite::LAST_BLOCK_EXPORT);
     Ok(Live {
         store,
         entry,
         snapshot: Snapshot { memory, globals },
         edges,
+        last_block,
     })
 }
 
@@ -436,7 +489,9 @@ impl Executor for Wasm {
                     None,
                 ),
                 (None, Some(TrapCode::OutOfFuel)) => End::Timeout,
-                (None, Some(trap)) => End::crash(trap_name(trap), e.to_string(), None),
+                (None, Some(trap)) => {
+                    End::crash(trap_name(trap), e.to_string(), self.trap_location(trap))
+                }
                 (None, None) => End::crash("host", e.to_string(), None),
             },
         };

@@ -11,9 +11,9 @@
 //! - `fd_write` to 1 and 2 is captured; `fd_read` on 0 reads nothing.
 //! - `args_*` and `environ_*` are fixed per campaign; `proc_exit` ends the
 //!   run with its status.
-//! - `fd_close`, `fd_fdstat_get`, `fd_prestat_get`, `fd_prestat_dir_name`,
-//!   `fd_seek`: what std programs call at start (no files, no preopened
-//!   directories).
+//! - `fd_close`, `fd_fdstat_get`, `fd_filestat_get`, `fd_prestat_get`,
+//!   `fd_prestat_dir_name`, `fd_seek`: what std programs call at start (no
+//!   files, no preopened directories, so `path_open` is `EBADF`).
 //!
 //! Decisions go through the SDK (`dst::random`) attached to the run's
 //! region, so they land in the decision trace, the trace hash and decision
@@ -36,9 +36,11 @@ pub const PROVIDED: &[&str] = &[
     "fd_read",
     "fd_close",
     "fd_fdstat_get",
+    "fd_filestat_get",
     "fd_prestat_get",
     "fd_prestat_dir_name",
     "fd_seek",
+    "path_open",
     "poll_oneoff",
     "proc_exit",
     "random_get",
@@ -75,6 +77,8 @@ pub struct Host {
     pub capture_limit: usize,
     /// WASI calls made this run, when recording (name and result).
     pub calls: Option<Vec<(String, i32)>>,
+    /// The module's catalog sites by id, for the SDK's hooks.
+    pub sites: std::sync::Arc<super::hooks::Sites>,
 }
 
 impl Host {
@@ -107,19 +111,19 @@ impl Host {
 }
 
 /// The guest's memory, for reading and writing arguments.
-fn memory<'a>(caller: &'a mut Caller<'_, Host>) -> Option<(&'a mut [u8], &'a mut Host)> {
+pub(super) fn memory<'a>(caller: &'a mut Caller<'_, Host>) -> Option<(&'a mut [u8], &'a mut Host)> {
     let memory = caller
         .get_export(super::rewrite::MEMORY_EXPORT)
         .and_then(Extern::into_memory)?;
     Some(memory.data_and_store_mut(caller))
 }
 
-fn slice(memory: &[u8], at: i32, len: usize) -> Option<&[u8]> {
+pub(super) fn slice(memory: &[u8], at: i32, len: usize) -> Option<&[u8]> {
     let at = at as u32 as usize;
     memory.get(at..at.checked_add(len)?)
 }
 
-fn slice_mut(memory: &mut [u8], at: i32, len: usize) -> Option<&mut [u8]> {
+pub(super) fn slice_mut(memory: &mut [u8], at: i32, len: usize) -> Option<&mut [u8]> {
     let at = at as u32 as usize;
     memory.get_mut(at..at.checked_add(len)?)
 }
@@ -289,6 +293,37 @@ pub fn define(linker: &mut Linker<Host>) -> Result<(), wasmi::errors::LinkerErro
                 write_bytes(m, at, &stat).map(|()| SUCCESS)
             })
         },
+    )?;
+    linker.func_wrap(
+        MODULE,
+        "fd_filestat_get",
+        |mut c: Caller<'_, Host>, fd: i32, at: i32| {
+            with_memory(&mut c, "fd_filestat_get", |m, _| {
+                if !(0..=2).contains(&fd) {
+                    return Some(EBADF);
+                }
+                // A character device, one link, empty, all times zero.
+                let mut stat = [0u8; 64];
+                stat[16] = 2;
+                stat[24..32].copy_from_slice(&1u64.to_le_bytes());
+                write_bytes(m, at, &stat).map(|()| SUCCESS)
+            })
+        },
+    )?;
+    // No directory is preopened, so no descriptor names one to open in.
+    linker.func_wrap(
+        MODULE,
+        "path_open",
+        |mut c: Caller<'_, Host>,
+         _dir: i32,
+         _dirflags: i32,
+         _path: i32,
+         _path_len: i32,
+         _oflags: i32,
+         _base: i64,
+         _inheriting: i64,
+         _fdflags: i32,
+         _opened: i32| c.data_mut().called("path_open", EBADF),
     )?;
     linker.func_wrap(
         MODULE,

@@ -85,7 +85,7 @@ impl Site {
         }
     }
 
-    fn decision(self) -> DecisionSite {
+    fn decision(self) -> DecisionSite<'static> {
         match self {
             Site::Rust(l) => DecisionSite::Caller(l),
             Site::C(s) => DecisionSite::Foreign(s),

@@ -23,7 +23,7 @@ mod direct;
 mod pct;
 mod pos;
 
-use crate::decision::{Kind, be_value};
+use crate::decision::{Kind, Value};
 use crate::runtime;
 
 use super::{Site, Thread};
@@ -56,9 +56,7 @@ pub(super) trait Strategy: Send {
 /// the run's `threads` threads so far.
 pub(super) fn read(site: Site, threads: usize) -> Box<dyn Strategy> {
     let mut byte = [0u8; 1];
-    let value = runtime::decide(Kind::Strategy, site.decision(), &mut byte, |b| {
-        u64::from(b[0])
-    });
+    let value = runtime::decide(Kind::Strategy, site.decision(), &mut byte, Value::Be);
     let mut strategy: Box<dyn Strategy> = match value % 4 {
         0 => Box::new(direct::Direct),
         1 => Box::new(pct::Pct::new(value)),
@@ -73,7 +71,7 @@ pub(super) fn read(site: Site, threads: usize) -> Box<dyn Strategy> {
 /// A priority decision (two bytes, big-endian).
 fn priority_decision(site: Site) -> i64 {
     let mut bytes = [0u8; 2];
-    runtime::decide(Kind::Priority, site.decision(), &mut bytes, be_value) as i64
+    runtime::decide(Kind::Priority, site.decision(), &mut bytes, Value::Be) as i64
 }
 
 /// Thread priorities, shared by the priority-based strategies (PCT, POS):

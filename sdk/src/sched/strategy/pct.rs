@@ -7,7 +7,7 @@
 //! one when its byte reaches a threshold, until they are used up.
 
 use super::{Contest, Priorities, Site, Strategy};
-use crate::decision::Kind;
+use crate::decision::{Kind, Value};
 use crate::runtime;
 
 pub(super) struct Pct {
@@ -37,9 +37,7 @@ impl Strategy for Pct {
     fn choose(&mut self, contest: &Contest<'_>) -> usize {
         if self.changes_left > 0 {
             let mut byte = [0u8; 1];
-            let b = runtime::decide(Kind::Change, contest.site.decision(), &mut byte, |b| {
-                u64::from(b[0])
-            });
+            let b = runtime::decide(Kind::Change, contest.site.decision(), &mut byte, Value::Be);
             if b >= u64::from(self.threshold) {
                 self.changes_left -= 1;
                 let runs = self.priorities.highest(contest.order);
