@@ -121,6 +121,40 @@ fn traps_are_crashes_and_the_next_run_is_clean() {
 }
 
 #[test]
+fn the_environment_is_the_campaigns() {
+    // Traps unless the environment is exactly one variable, "A=1".
+    let wat = String::from(
+        r#"(module
+           (import "wasi_snapshot_preview1" "environ_sizes_get" (func $sizes (param i32 i32) (result i32)))
+           (import "wasi_snapshot_preview1" "environ_get" (func $get (param i32 i32) (result i32)))
+           (memory (export "memory") 1)
+           (func (export "_start")
+             (drop (call $sizes (i32.const 0) (i32.const 4)))
+             (if (i32.ne (i32.load (i32.const 0)) (i32.const 1)) (then unreachable))
+             (if (i32.ne (i32.load (i32.const 4)) (i32.const 4)) (then unreachable))
+             (drop (call $get (i32.const 8) (i32.const 16)))
+             (if (i32.ne (i32.load (i32.const 8)) (i32.const 16)) (then unreachable))
+             (if (i32.ne (i32.load (i32.const 16)) (i32.const 0x00313d41)) (then unreachable))))"#,
+    );
+    let with = |env: &[&str]| {
+        load(
+            &wat,
+            Options {
+                env: env.iter().map(|s| s.to_string()).collect(),
+                ..Options::default()
+            },
+        )
+        .unwrap()
+        .execute(&[])
+    };
+    assert_eq!(with(&["A=1"]), End::Ok);
+    assert!(
+        matches!(with(&[]), End::Crash { .. }),
+        "no environment by default"
+    );
+}
+
+#[test]
 fn a_trap_is_located_by_function_and_code_offset() {
     // The trap is in $scribble, in the block after a call that returned:
     // located there, not in the callee; the unnamed entry goes by its

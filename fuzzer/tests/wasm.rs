@@ -138,6 +138,27 @@ fn the_catalog_of_a_module_without_dst_is_empty() {
 }
 
 #[test]
+fn the_environment_flag_takes_key_value_pairs() {
+    let dir = fresh("env");
+    let module = lease();
+    let module = module.to_str().unwrap();
+    let bad = driver(
+        &dir,
+        &["run", "--wasm", module, "--env", "NOEQUALS", "--runs", "1"],
+    );
+    assert_eq!(bad.status.code(), Some(2), "a usage error: {}", text(&bad));
+    assert!(text(&bad).contains("is not KEY=VALUE"), "{}", text(&bad));
+    let good = driver(
+        &dir,
+        &[
+            "run", "--wasm", module, "--env", "A=1", "--runs", "10", "--seed", "1", "--quiet",
+        ],
+    );
+    assert_eq!(good.status.code(), Some(0), "{}", text(&good));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bad_modules_are_one_line_errors_with_their_own_status() {
     let dir = fresh("bad");
     std::fs::create_dir_all(&dir).unwrap();

@@ -270,6 +270,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 wasm: Some(PathBuf::from(&name)),
                 fuel: dst_executors::wasm::DEFAULT_FUEL,
                 wasi_missing: wasm::MissingArg::Enosys,
+                env: Vec::new(),
             };
             let exec = module.executor(&[])?.expect("--wasm was given");
             crate::report::print_catalog(exec.catalog(), json);

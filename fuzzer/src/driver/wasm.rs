@@ -53,6 +53,18 @@ pub struct WasmArgs {
     /// enosys (missing functions return ENOSYS).
     #[arg(long, value_enum, default_value_t = MissingArg::Refuse)]
     pub wasi_missing: MissingArg,
+    /// An environment variable the module sees (`environ_get`), the same in
+    /// every run; repeatable. The module sees no other.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_var, requires = "wasm")]
+    pub env: Vec<String>,
+}
+
+/// `KEY=VALUE`, with a nonempty key.
+fn env_var(text: &str) -> Result<String, String> {
+    match text.split_once('=') {
+        Some((key, _)) if !key.is_empty() => Ok(text.to_string()),
+        _ => Err(format!("{text:?} is not KEY=VALUE")),
+    }
 }
 
 impl WasmArgs {
@@ -76,6 +88,7 @@ impl WasmArgs {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             fuel: self.fuel,
+            env: self.env.clone(),
             missing: match self.wasi_missing {
                 MissingArg::Refuse => Missing::Refuse,
                 MissingArg::Enosys => Missing::Enosys,
