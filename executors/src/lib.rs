@@ -23,6 +23,7 @@ pub mod elf;
 pub mod fork;
 pub mod inprocess;
 pub mod process;
+pub mod riscv;
 pub mod symbolize;
 pub mod wasm;
 
