@@ -8,7 +8,19 @@
 //! What dst needs from the CPU is small and exact: decode, execute one
 //! instruction, count instructions, stop at any of them.
 //!
-//! So far: [`decode`], checked against every instruction of a glibc static
-//! binary as binutils disassembles it.
+//! The parts: [`decode`] (RV64GC to a flat instruction; checked against
+//! every instruction binutils disassembles in a static glibc program),
+//! [`cpu`] (registers, a sparse paged memory, one instruction per step;
+//! `ecall` and faults stop the step) and [`machine`] (the ELF loaded with
+//! `object`, Linux's initial stack and auxv, and the system calls a static
+//! glibc program makes at start and to print, answered deterministically).
+//!
+//! So far a single-threaded program runs to its exit status, with its
+//! output captured and crashes as signals. Not yet: the `Executor` level
+//! (region, decisions for time and getrandom, coverage, snapshots), threads
+//! (clone, futex, preemption), symbolized crashes, the dst.h `ecall`s, the
+//! `--riscv` commands, memory permissions.
 
+pub mod cpu;
 pub mod decode;
+pub mod machine;

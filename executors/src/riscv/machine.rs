@@ -1,0 +1,369 @@
+//! A static riscv64 Linux program in the emulator: its ELF loaded with
+//! `object`, the stack laid out as Linux does (argc, argv, envp, auxv), and
+//! the system calls answered deterministically. One thread so far.
+
+use object::{Object, ObjectSegment};
+
+use super::cpu::{Cpu, Memory, PAGE, Stop};
+
+/// Where the stack ends (grows down from here) and how big it is.
+const STACK_TOP: u64 = 0x7FFF_F000_0000;
+const STACK_SIZE: u64 = 8 << 20;
+/// Where anonymous mappings are placed, growing up.
+const MMAP_BASE: u64 = 0x2000_0000_0000;
+
+/// How a program run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// `exit` or `exit_group` with this status.
+    Status(i32),
+    /// A signal: SIGSEGV with the address, SIGILL, SIGABRT (abort).
+    Signal { signal: i32, pc: u64, address: u64 },
+    /// A system call the emulator does not implement (number, name).
+    Unsupported { number: u64 },
+    /// The instruction budget ran out.
+    OutOfInstructions,
+}
+
+/// Why a file is not a program the emulator runs (one line each).
+pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
+    let file = object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))?;
+    if file.architecture() != object::Architecture::Riscv64 {
+        return Err(format!("not a riscv64 program: {:?}", file.architecture()));
+    }
+    if let object::File::Elf64(elf) = &file {
+        use object::read::elf::ProgramHeader;
+        let endian = elf.endian();
+        if elf
+            .elf_program_headers()
+            .iter()
+            .any(|p| p.p_type(endian) == object::elf::PT_INTERP)
+        {
+            return Err(
+                "not a static program (it asks for a dynamic loader): build it with -static".into(),
+            );
+        }
+    }
+    Ok(file)
+}
+
+/// The program's machine.
+pub struct Machine {
+    pub cpu: Cpu,
+    pub memory: Memory,
+    brk: u64,
+    mmap_next: u64,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// System calls made: (number, result).
+    pub calls: Vec<(u64, i64)>,
+}
+
+fn align(value: u64, to: u64) -> u64 {
+    value.div_ceil(to) * to
+}
+
+impl Machine {
+    /// Loads `bytes` (a static riscv64 ELF) with `args` (`argv[0]` first).
+    pub fn load(bytes: &[u8], args: &[String], env: &[String]) -> Result<Machine, String> {
+        let file = check(bytes)?;
+        let mut memory = Memory::default();
+        let mut end = 0;
+        let mut phdr = 0;
+        for segment in file.segments() {
+            let (address, size) = (segment.address(), segment.size());
+            memory.map(address, size);
+            let data = segment
+                .data()
+                .map_err(|e| format!("a segment cannot be read: {e}"))?;
+            memory
+                .write(address, data)
+                .map_err(|_| "a segment is outside its mapping".to_string())?;
+            end = end.max(address + size);
+            let (offset, _) = segment.file_range();
+            if offset == 0 {
+                phdr = address;
+            }
+        }
+        let (phoff, phentsize, phnum) = match &file {
+            object::File::Elf64(elf) => {
+                let header = elf.elf_header();
+                let e = elf.endian();
+                (
+                    header.e_phoff.get(e),
+                    u64::from(header.e_phentsize.get(e)),
+                    u64::from(header.e_phnum.get(e)),
+                )
+            }
+            _ => return Err("not a 64-bit ELF".into()),
+        };
+        let brk = align(end, PAGE);
+        memory.map(STACK_TOP - STACK_SIZE, STACK_SIZE);
+        let mut machine = Machine {
+            cpu: Cpu::default(),
+            memory,
+            brk,
+            mmap_next: MMAP_BASE,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            calls: Vec::new(),
+        };
+        machine.cpu.pc = file.entry();
+        machine.cpu.x[2] = machine.stack(args, env, phdr + phoff, phentsize, phnum, file.entry());
+        Ok(machine)
+    }
+
+    /// Lays out the initial stack; returns the stack pointer.
+    fn stack(
+        &mut self,
+        args: &[String],
+        env: &[String],
+        phdr: u64,
+        phent: u64,
+        phnum: u64,
+        entry: u64,
+    ) -> u64 {
+        let mut top = STACK_TOP - 64;
+        let mut put = |memory: &mut Memory, bytes: &[u8]| {
+            top -= bytes.len() as u64;
+            memory.write(top, bytes).expect("the stack is mapped");
+            top
+        };
+        // 16 bytes for AT_RANDOM: fixed (a decision later).
+        let random = put(&mut self.memory, &[0x5A; 16]);
+        let mut strings = |items: &[String], memory: &mut Memory| -> Vec<u64> {
+            items
+                .iter()
+                .map(|s| {
+                    let mut bytes = s.as_bytes().to_vec();
+                    bytes.push(0);
+                    put(memory, &bytes)
+                })
+                .collect()
+        };
+        let argv = strings(args, &mut self.memory);
+        let envp = strings(env, &mut self.memory);
+        let auxv: [(u64, u64); 8] = [
+            (3, phdr),    // AT_PHDR
+            (4, phent),   // AT_PHENT
+            (5, phnum),   // AT_PHNUM
+            (6, PAGE),    // AT_PAGESZ
+            (9, entry),   // AT_ENTRY
+            (25, random), // AT_RANDOM
+            (16, 0),      // AT_HWCAP
+            (0, 0),       // AT_NULL
+        ];
+        let mut words: Vec<u64> = vec![args.len() as u64];
+        words.extend(&argv);
+        words.push(0);
+        words.extend(&envp);
+        words.push(0);
+        for (key, value) in auxv {
+            words.push(key);
+            words.push(value);
+        }
+        let sp = (top - 8 * words.len() as u64) & !15;
+        for (i, word) in words.iter().enumerate() {
+            self.memory
+                .store(sp + 8 * i as u64, 8, *word)
+                .expect("the stack is mapped");
+        }
+        sp
+    }
+
+    /// Runs until the program exits or `budget` instructions are spent.
+    pub fn run(&mut self, budget: u64) -> Exit {
+        let limit = self.cpu.retired + budget;
+        while self.cpu.retired < limit {
+            match self.cpu.step(&mut self.memory) {
+                Ok(()) => {}
+                Err(Stop::Ecall) => {
+                    if let Some(exit) = self.syscall() {
+                        return exit;
+                    }
+                    self.cpu.pc += 4;
+                    self.cpu.retired += 1;
+                }
+                Err(Stop::Ebreak) => {
+                    return Exit::Signal {
+                        signal: 5,
+                        pc: self.cpu.pc,
+                        address: 0,
+                    };
+                }
+                Err(Stop::Fault { address }) => {
+                    return Exit::Signal {
+                        signal: 11,
+                        pc: self.cpu.pc,
+                        address,
+                    };
+                }
+                Err(Stop::Illegal { .. }) => {
+                    return Exit::Signal {
+                        signal: 4,
+                        pc: self.cpu.pc,
+                        address: self.cpu.pc,
+                    };
+                }
+            }
+        }
+        Exit::OutOfInstructions
+    }
+
+    /// One system call (number in a7, arguments in a0..a5, result to a0);
+    /// `Some` when it ends the run.
+    fn syscall(&mut self) -> Option<Exit> {
+        const ENOENT: i64 = -2;
+        const EBADF: i64 = -9;
+        const ENOMEM: i64 = -12;
+        const EINVAL: i64 = -22;
+        const ENOTTY: i64 = -25;
+        const ENOSYS: i64 = -38;
+        let x = self.cpu.x;
+        let (number, a0, a1, a2) = (x[17], x[10], x[11], x[12]);
+        let result: i64 = match number {
+            93 | 94 => return Some(Exit::Status(a0 as i32)),
+            64 => self.write(a0, a1, a2),
+            66 => {
+                // writev: iovecs of (base, len)
+                let mut total = 0;
+                for k in 0..a2 {
+                    let (Ok(base), Ok(len)) = (
+                        self.memory.load(a1 + 16 * k, 8),
+                        self.memory.load(a1 + 16 * k + 8, 8),
+                    ) else {
+                        total = -14;
+                        break;
+                    };
+                    let n = self.write(a0, base, len);
+                    if n < 0 {
+                        total = n;
+                        break;
+                    }
+                    total += n;
+                }
+                total
+            }
+            63 => {
+                if a0 == 0 {
+                    0
+                } else {
+                    EBADF
+                }
+            }
+            214 => {
+                // brk
+                if a0 > self.brk && a0 < self.brk + (1 << 30) {
+                    let start = self.brk;
+                    self.memory.map(start, a0 - start);
+                    self.brk = a0;
+                }
+                self.brk as i64
+            }
+            222 => {
+                // mmap(addr, len, prot, flags, fd, off): anonymous only
+                let len = align(a1, PAGE);
+                let flags = x[13];
+                if flags & 0x20 == 0 || len == 0 {
+                    ENOMEM
+                } else {
+                    let at = self.mmap_next;
+                    self.mmap_next += len + PAGE;
+                    self.memory.map(at, len);
+                    at as i64
+                }
+            }
+            215 => {
+                self.memory.unmap(a0, align(a1, PAGE));
+                0
+            }
+            226 | 233 => 0, // mprotect, madvise
+            96 => 1,        // set_tid_address: the tid
+            99 => 0,        // set_robust_list
+            293 => ENOSYS,  // rseq
+            261 => {
+                // prlimit64: report 8 MiB soft and hard limits when asked
+                if x[13] != 0 {
+                    let _ = self.memory.store(x[13], 8, STACK_SIZE);
+                    let _ = self.memory.store(x[13] + 8, 8, STACK_SIZE);
+                }
+                0
+            }
+            160 => {
+                // uname: six 65-byte fields
+                let mut buf = [0u8; 65 * 6];
+                for (i, field) in ["Linux", "dst", "6.1.0", "#1", "riscv64", ""]
+                    .iter()
+                    .enumerate()
+                {
+                    buf[65 * i..65 * i + field.len()].copy_from_slice(field.as_bytes());
+                }
+                match self.memory.write(a0, &buf) {
+                    Ok(()) => 0,
+                    Err(_) => -14,
+                }
+            }
+            172 | 178 => 1, // getpid, gettid
+            134 | 135 => 0, // rt_sigaction, rt_sigprocmask
+            131 | 129 => {
+                // tgkill / kill of itself: the signal
+                let signal = if number == 131 { a2 } else { a1 };
+                return Some(Exit::Signal {
+                    signal: signal as i32,
+                    pc: self.cpu.pc,
+                    address: 0,
+                });
+            }
+            278 => {
+                // getrandom: zeros for now (decision bytes to come)
+                let len = a1.min(1 << 16);
+                match self.memory.write(a0, &vec![0; len as usize]) {
+                    Ok(()) => len as i64,
+                    Err(_) => -14,
+                }
+            }
+            79 | 80 => {
+                // newfstatat(fd, "", buf, AT_EMPTY_PATH) and fstat(fd, buf):
+                // stdio is a character device; there are no files.
+                let (fd, buf) = if number == 80 { (a0, a1) } else { (a0, a2) };
+                let empty = number == 80 || self.memory.c_string(a1, 1).is_ok_and(|p| p.is_empty());
+                if fd <= 2 && empty {
+                    let mut stat = [0u8; 128];
+                    stat[16..20].copy_from_slice(&0o20620u32.to_le_bytes());
+                    stat[20..24].copy_from_slice(&1u32.to_le_bytes());
+                    stat[56..60].copy_from_slice(&1024u32.to_le_bytes());
+                    match self.memory.write(buf, &stat) {
+                        Ok(()) => 0,
+                        Err(_) => -14,
+                    }
+                } else if empty {
+                    EBADF
+                } else {
+                    ENOENT
+                }
+            }
+            56 => ENOENT, // openat
+            57 => 0,      // close
+            29 => ENOTTY, // ioctl
+            78 => EINVAL, // readlinkat
+            124 => 0,     // sched_yield
+            _ => return Some(Exit::Unsupported { number }),
+        };
+        self.calls.push((number, result));
+        self.cpu.x[10] = result as u64;
+        None
+    }
+
+    fn write(&mut self, fd: u64, at: u64, len: u64) -> i64 {
+        let mut bytes = vec![0; len.min(1 << 20) as usize];
+        if self.memory.read(at, &mut bytes).is_err() {
+            return -14;
+        }
+        match fd {
+            1 => self.stdout.extend_from_slice(&bytes),
+            2 => self.stderr.extend_from_slice(&bytes),
+            _ => return -9,
+        }
+        bytes.len() as i64
+    }
+}

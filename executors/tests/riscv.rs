@@ -1,0 +1,108 @@
+//! The emulator's machine on real static glibc programs (built with
+//! Debian's riscv64-linux-gnu-gcc, which .ci/run installs): output, exit
+//! status, and every bad file refused in one line.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dst_executors::riscv::machine::{Exit, Machine, check};
+
+/// Builds `source` as a static riscv64 program; `None` (saying so) without
+/// the cross compiler.
+fn build(name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("dst-rv-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).unwrap();
+    let program = dir.join(name);
+    let built = Command::new("riscv64-linux-gnu-gcc")
+        .args(["-O1", "-g"])
+        .args(flags)
+        .arg(&c)
+        .arg("-o")
+        .arg(&program)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
+        return None;
+    }
+    Some(program)
+}
+
+fn run(program: &Path, args: &[&str]) -> (Machine, Exit) {
+    let bytes = std::fs::read(program).unwrap();
+    let mut argv = vec![program.display().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let mut machine = Machine::load(&bytes, &argv, &[]).unwrap();
+    let exit = machine.run(100_000_000);
+    (machine, exit)
+}
+
+#[test]
+fn a_glibc_program_prints_and_exits() {
+    let Some(program) = build(
+        "hello",
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
+         int main(int argc, char **argv) {\n\
+           char *copy = malloc(64); strcpy(copy, argv[1]);\n\
+           printf(\"%s %d %.3f\\n\", copy, argc * 21, 1.5 / argc);\n\
+           free(copy); return argc == 2 ? 3 : 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let (machine, exit) = run(&program, &["hi"]);
+    assert_eq!(
+        exit,
+        Exit::Status(3),
+        "stdout {:?} stderr {:?} calls {:?}",
+        String::from_utf8_lossy(&machine.stdout),
+        String::from_utf8_lossy(&machine.stderr),
+        machine.calls
+    );
+    assert_eq!(String::from_utf8_lossy(&machine.stdout), "hi 42 0.750\n");
+}
+
+#[test]
+fn crashes_and_aborts_are_signals() {
+    let Some(program) = build(
+        "crash",
+        "#include <stdlib.h>\n\
+         int main(int argc, char **argv) { if (argc > 2) abort();\n\
+           if (argc > 1) *(volatile int *)16 = 1; return 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    assert_eq!(run(&program, &[]).1, Exit::Status(0));
+    assert!(
+        matches!(
+            run(&program, &["x"]).1,
+            Exit::Signal {
+                signal: 11,
+                address: 16,
+                ..
+            }
+        ),
+        "a store to an unmapped page"
+    );
+    assert!(
+        matches!(run(&program, &["x", "y"]).1, Exit::Signal { signal: 6, .. }),
+        "abort is SIGABRT"
+    );
+}
+
+#[test]
+fn what_is_not_a_static_riscv64_program_is_refused_in_one_line() {
+    let err = check(b"not an elf").err().unwrap();
+    assert!(err.starts_with("not an ELF file"), "{err}");
+    let native = std::fs::read("/bin/true").unwrap();
+    let err = check(&native).err().unwrap();
+    assert!(err.starts_with("not a riscv64 program"), "{err}");
+    let Some(dynamic) = build("dynamic", "int main(void) { return 0; }\n", &[]) else {
+        return;
+    };
+    let err = check(&std::fs::read(dynamic).unwrap()).err().unwrap();
+    assert!(err.starts_with("not a static program"), "{err}");
+    assert!(!err.contains('\n'));
+}
