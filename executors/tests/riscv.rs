@@ -106,3 +106,65 @@ fn what_is_not_a_static_riscv64_program_is_refused_in_one_line() {
     assert!(err.starts_with("not a static program"), "{err}");
     assert!(!err.contains('\n'));
 }
+
+#[test]
+fn as_an_executor_the_clock_and_getrandom_are_decisions() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    // Aborts only after a clock jump of more than 30 s and the random byte 7.
+    let Some(program) = build(
+        "lease",
+        "#include <stdlib.h>\n#include <time.h>\n#include <sys/random.h>\n\
+         int main(void) { struct timespec a, b; unsigned char r = 0;\n\
+           clock_gettime(CLOCK_MONOTONIC, &a); getrandom(&r, 1, 0);\n\
+           clock_gettime(CLOCK_MONOTONIC, &b);\n\
+           if (b.tv_sec - a.tv_sec > 30 && r % 8 == 7) abort(); return 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let bytes = std::fs::read(&program).unwrap();
+    let mut exec = Emulator::new(&bytes, &["lease".to_string()], 10_000_000).unwrap();
+    assert_eq!(exec.execute(&[]), End::Ok, "the nominal run passes");
+    let decisions = exec
+        .region()
+        .header()
+        .decisions
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        decisions >= 3,
+        "getrandom and both clock readings decided: {decisions}"
+    );
+    let failing = (1u64..5000)
+        .map(|seed| seed.to_le_bytes())
+        .find(|input| matches!(exec.execute(input), End::Crash(_)))
+        .expect("some seed jumps the clock and draws a 7");
+    let first = exec.execute(&failing);
+    assert!(
+        matches!(&first, End::Crash(dst_kernel::Outcome::Crash { cause, .. }) if cause == "SIGABRT"),
+        "{first:?}"
+    );
+    assert_eq!(exec.execute(&failing), first, "the same on replay");
+    assert_eq!(
+        exec.execute(&[]),
+        End::Ok,
+        "each run starts from the loaded program"
+    );
+    let edges = exec.coverage().edges.to_vec();
+    assert!(
+        edges.iter().filter(|&&c| c > 0).count() > 100,
+        "branch edges counted"
+    );
+    // A program that spins ends by its instruction budget, every time.
+    let Some(spin) = build("spin", "int main(void) { for (;;) {} }\n", &["-static"]) else {
+        return;
+    };
+    let mut exec = Emulator::new(
+        &std::fs::read(spin).unwrap(),
+        &["spin".to_string()],
+        1_000_000,
+    )
+    .unwrap();
+    assert_eq!(exec.execute(&[]), End::Timeout);
+    assert_eq!(exec.execute(&[]), End::Timeout);
+}

@@ -3,6 +3,7 @@
 //! and are handled by the caller (the machine).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::decode::{Inst, Op, decode};
 
@@ -24,10 +25,13 @@ pub enum Stop {
     },
 }
 
-/// Sparse guest memory in 4 KiB pages.
+/// Sparse guest memory in 4 KiB pages, shared until written: a copy of
+/// the memory (a snapshot) shares every page, and a write copies only the
+/// page it touches, so restoring a snapshot costs the pages, not their
+/// bytes.
 #[derive(Debug, Default, Clone)]
 pub struct Memory {
-    pages: HashMap<u64, Box<[u8; PAGE as usize]>>,
+    pages: HashMap<u64, Arc<[u8; PAGE as usize]>>,
 }
 
 impl Memory {
@@ -39,7 +43,7 @@ impl Memory {
         for page in first..last {
             self.pages
                 .entry(page)
-                .or_insert_with(|| Box::new([0; PAGE as usize]));
+                .or_insert_with(|| Arc::new([0; PAGE as usize]));
         }
     }
 
@@ -78,7 +82,7 @@ impl Memory {
         let mut at = address;
         let mut done = 0;
         while done < bytes.len() {
-            let page = self.pages.get_mut(&(at / PAGE)).ok_or(at)?;
+            let page = Arc::make_mut(self.pages.get_mut(&(at / PAGE)).ok_or(at)?);
             let offset = (at % PAGE) as usize;
             let n = (PAGE as usize - offset).min(bytes.len() - done);
             page[offset..offset + n].copy_from_slice(&bytes[done..done + n]);

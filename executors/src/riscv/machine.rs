@@ -9,6 +9,8 @@ use super::cpu::{Cpu, Memory, PAGE, Stop};
 /// Where the stack ends (grows down from here) and how big it is.
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
 const STACK_SIZE: u64 = 8 << 20;
+/// The realtime clock at the start of every run: 2024-01-01T00:00:00Z.
+const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
 /// Where anonymous mappings are placed, growing up.
 const MMAP_BASE: u64 = 0x2000_0000_0000;
 
@@ -48,7 +50,11 @@ pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
 }
 
 /// The program's machine.
+#[derive(Clone)]
 pub struct Machine {
+    /// Virtual nanoseconds since the run started: each clock reading
+    /// advances it by a decided step (as the wasm executor's WASI clock).
+    pub now: u64,
     pub cpu: Cpu,
     pub memory: Memory,
     brk: u64,
@@ -100,6 +106,7 @@ impl Machine {
         let brk = align(end, PAGE);
         memory.map(STACK_TOP - STACK_SIZE, STACK_SIZE);
         let mut machine = Machine {
+            now: 0,
             cpu: Cpu::default(),
             memory,
             brk,
@@ -173,10 +180,28 @@ impl Machine {
 
     /// Runs until the program exits or `budget` instructions are spent.
     pub fn run(&mut self, budget: u64) -> Exit {
+        self.run_with(budget, &mut [0])
+    }
+
+    /// [`Machine::run`], counting each taken branch or jump as the edge
+    /// (pc, target) in `edges` (hashed).
+    pub fn run_with(&mut self, budget: u64, edges: &mut [u8]) -> Exit {
         let limit = self.cpu.retired + budget;
         while self.cpu.retired < limit {
+            let from = self.cpu.pc;
             match self.cpu.step(&mut self.memory) {
-                Ok(()) => {}
+                Ok(()) => {
+                    let to = self.cpu.pc;
+                    let step = to.wrapping_sub(from);
+                    if step != 2 && step != 4 {
+                        let hash = (from.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ to)
+                            .wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+                        let slot = (hash >> 40) as usize % edges.len().max(1);
+                        if let Some(counter) = edges.get_mut(slot) {
+                            *counter = counter.wrapping_add(1);
+                        }
+                    }
+                }
                 Err(Stop::Ecall) => {
                     if let Some(exit) = self.syscall() {
                         return exit;
@@ -315,10 +340,22 @@ impl Machine {
                 });
             }
             278 => {
-                // getrandom: zeros for now (decision bytes to come)
-                let len = a1.min(1 << 16);
-                match self.memory.write(a0, &vec![0; len as usize]) {
-                    Ok(()) => len as i64,
+                // getrandom: decision bytes
+                let mut bytes = vec![0; a1.min(1 << 16) as usize];
+                dst::random::fill(&mut bytes);
+                match self.memory.write(a0, &bytes) {
+                    Ok(()) => bytes.len() as i64,
+                    Err(_) => -14,
+                }
+            }
+            113 => {
+                // clock_gettime(clock, timespec): virtual time
+                let now = self.tick() + if a0 == 0 { EPOCH_NS } else { 0 };
+                let mut spec = [0u8; 16];
+                spec[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
+                spec[8..].copy_from_slice(&(now % 1_000_000_000).to_le_bytes());
+                match self.memory.write(a1, &spec) {
+                    Ok(()) => 0,
                     Err(_) => -14,
                 }
             }
@@ -352,6 +389,19 @@ impl Machine {
         self.calls.push((number, result));
         self.cpu.x[10] = result as u64;
         None
+    }
+
+    /// One clock reading: advance virtual time by the decided step
+    /// (nominally 1 us; when the byte is 0xF0 or more, a jump of 1 to 600
+    /// s).
+    fn tick(&mut self) -> u64 {
+        let step = if dst::random::below(256) >= 0xF0 {
+            (1 + dst::random::below(600)) * 1_000_000_000
+        } else {
+            1_000
+        };
+        self.now = self.now.saturating_add(step);
+        self.now
     }
 
     fn write(&mut self, fd: u64, at: u64, len: u64) -> i64 {

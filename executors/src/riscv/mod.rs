@@ -15,12 +15,19 @@
 //! `object`, Linux's initial stack and auxv, and the system calls a static
 //! glibc program makes at start and to print, answered deterministically).
 //!
-//! So far a single-threaded program runs to its exit status, with its
-//! output captured and crashes as signals. Not yet: the `Executor` level
-//! (region, decisions for time and getrandom, coverage, snapshots), threads
-//! (clone, futex, preemption), symbolized crashes, the dst.h `ecall`s, the
-//! `--riscv` commands, memory permissions.
+//! [`executor`] puts it behind the one executor trait: the machine as
+//! loaded is the snapshot (pages shared until written, so a restore copies
+//! no bytes), `getrandom` and `clock_gettime` are decisions through the SDK
+//! attached to the executor's region, taken branches and jumps are edges,
+//! and the instruction budget makes a spinning program a timeout that
+//! replays identically.
+//!
+//! So far single-threaded programs. Not yet: threads (clone, futex,
+//! preemption decisions), symbolized crashes, the dst.h `ecall`s, the
+//! `--riscv` commands, memory permissions, the snapshot taken at `main`
+//! rather than at the entry point.
 
 pub mod cpu;
 pub mod decode;
+pub mod executor;
 pub mod machine;
