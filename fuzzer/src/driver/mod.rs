@@ -12,6 +12,7 @@
 pub mod build;
 pub mod cmd;
 pub mod init;
+pub mod riscv;
 pub mod wasm;
 
 use std::ffi::OsString;
@@ -25,6 +26,7 @@ use crate::exit;
 use build::FuzzCrate;
 use cmd::CmdArgs;
 use dst_executors::Executor as _;
+use riscv::RiscvArgs;
 use wasm::WasmArgs;
 
 /// `cargo-dst-fuzz` with `args` (its own name first): as rustc wrapper
@@ -90,6 +92,8 @@ pub enum Cmd {
         cmd: CmdArgs,
         #[command(flatten)]
         wasm: WasmArgs,
+        #[command(flatten)]
+        riscv: RiscvArgs,
     },
     /// Reproduce and explain a run: `replay NAME FILE`, or
     /// `replay FILE --cmd -- ./service ARGS`.
@@ -103,6 +107,8 @@ pub enum Cmd {
         cmd: CmdArgs,
         #[command(flatten)]
         wasm: WasmArgs,
+        #[command(flatten)]
+        riscv: RiscvArgs,
     },
     /// Shrink a failing input: `minimize NAME FILE`, or
     /// `minimize FILE --cmd -- ./service ARGS`.
@@ -116,6 +122,8 @@ pub enum Cmd {
         cmd: CmdArgs,
         #[command(flatten)]
         wasm: WasmArgs,
+        #[command(flatten)]
+        riscv: RiscvArgs,
     },
     /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
     Report {
@@ -126,6 +134,8 @@ pub enum Cmd {
         cmd: CmdArgs,
         #[command(flatten)]
         wasm: WasmArgs,
+        #[command(flatten)]
+        riscv: RiscvArgs,
     },
     /// Check a history of any system for linearizability: Jepsen logs (as
     /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
@@ -181,10 +191,15 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             args,
             cmd,
             wasm,
+            riscv,
         } => {
             if wasm.wasm.is_some() {
                 let name = name.unwrap_or_else(|| wasm.name());
                 return wasm::run(&fuzz, &name, &wasm, &cmd.command, &args);
+            }
+            if riscv.riscv.is_some() {
+                let name = name.unwrap_or_else(|| riscv.name());
+                return riscv::run(&fuzz, &name, &riscv, &cmd.command, &args);
             }
             if cmd.cmd {
                 let name = name.unwrap_or_else(|| cmd.name());
@@ -202,10 +217,11 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             replay,
             cmd,
             wasm,
+            riscv,
         } => {
-            let alone = cmd.cmd || wasm.wasm.is_some();
+            let alone = cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some();
             let (name, file) = name_and_file(&args, alone, "replay")?;
-            if let Some(mut exec) = direct(&cmd, &wasm, replay.timeout())? {
+            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, replay.timeout())? {
                 let input = crate::store::read_input(&file).map_err(store_failure)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
                     .map_err(store_failure);
@@ -220,10 +236,11 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             minimize,
             cmd,
             wasm,
+            riscv,
         } => {
-            let alone = cmd.cmd || wasm.wasm.is_some();
+            let alone = cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some();
             let (name, file) = name_and_file(&args, alone, "minimize")?;
-            if let Some(mut exec) = direct(&cmd, &wasm, minimize.timeout())? {
+            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, minimize.timeout())? {
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
                     .map_err(store_failure);
             }
@@ -237,7 +254,13 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             json,
             cmd,
             wasm,
+            riscv,
         } => {
+            if let Some(exec) = riscv.executor(&cmd.command)? {
+                let name = name.unwrap_or_else(|| riscv.name());
+                return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
+                    .map_err(store_failure);
+            }
             if wasm.wasm.is_some() {
                 let name = name.unwrap_or_else(|| wasm.name());
                 let exec = wasm.executor(&cmd.command)?.expect("--wasm was given");
@@ -338,9 +361,13 @@ fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, Path
 fn direct(
     cmd: &CmdArgs,
     wasm: &WasmArgs,
+    riscv: &RiscvArgs,
     timeout: std::time::Duration,
 ) -> Result<Option<Box<dyn dst_executors::Executor>>, Failure> {
     if let Some(exec) = wasm.executor(&cmd.command)? {
+        return Ok(Some(Box::new(exec)));
+    }
+    if let Some(exec) = riscv.executor(&cmd.command)? {
         return Ok(Some(Box::new(exec)));
     }
     Ok(cmd

@@ -1,0 +1,85 @@
+//! `--riscv PROGRAM`: exploring, replaying and minimizing a static riscv64
+//! Linux program on the emulator.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+use dst_executors::Executor as _;
+use dst_executors::riscv::executor::{DEFAULT_BUDGET, Emulator};
+
+use super::Failure;
+use super::build::FuzzCrate;
+use crate::args::CampaignArgs;
+use crate::exit;
+use crate::store::StoreError;
+
+/// A static riscv64 Linux program to run on dst's emulator.
+#[derive(Args, Debug, Clone)]
+pub struct RiscvArgs {
+    /// The target is this static riscv64 Linux program (RV64GC), its
+    /// arguments after `--`.
+    #[arg(long, value_name = "PROGRAM", conflicts_with_all = ["cmd", "wasm"])]
+    pub riscv: Option<PathBuf>,
+    /// Instructions a riscv run may execute; past them it is a timeout
+    /// finding (the same on every replay).
+    #[arg(long, default_value_t = DEFAULT_BUDGET)]
+    pub instructions: u64,
+}
+
+impl RiscvArgs {
+    /// The program's default name for its files: its file name.
+    pub fn name(&self) -> String {
+        self.riscv
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map_or_else(|| "riscv".into(), |s| s.to_string_lossy().into_owned())
+    }
+
+    /// The emulator for the program with `args` after its name, when
+    /// --riscv is given.
+    pub fn executor(&self, args: &[OsString]) -> Result<Option<Emulator>, Failure> {
+        let Some(path) = &self.riscv else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(path).map_err(|e| {
+            (
+                exit::BAD_INPUT,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let mut argv = vec![self.name()];
+        argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+        Emulator::new(&bytes, &argv, self.instructions)
+            .map(Some)
+            .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", path.display())))
+    }
+}
+
+/// `run --riscv`: the explorer loop in this process, over the emulator.
+pub fn run(
+    fuzz: &FuzzCrate,
+    name: &str,
+    riscv: &RiscvArgs,
+    program_args: &[OsString],
+    args: &CampaignArgs,
+) -> Result<i32, Failure> {
+    let exec = riscv.executor(program_args)?.expect("--riscv was given");
+    let mut options = args.options(
+        name,
+        fuzz.corpus(name),
+        fuzz.findings(name),
+        fuzz.campaign(name),
+    );
+    let program = riscv.riscv.as_ref().expect("--riscv was given").display();
+    options.reproduce = Some(serde_json::json!({
+        "explain": format!("cargo dst-fuzz replay {{input}} --riscv {program}"),
+    }));
+    let catalog = exec.catalog().to_vec();
+    let output = crate::cli::Output {
+        json: args.json,
+        quiet: args.quiet,
+    };
+    let make = move || Ok::<_, StoreError>(exec);
+    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(super::store_failure)
+}

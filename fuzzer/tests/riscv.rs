@@ -1,0 +1,92 @@
+//! `cargo dst-fuzz run --riscv`: the explorer over a static riscv64 Linux
+//! program on the emulator. examples/riscv/lease.c's abort (a clock jump,
+//! then one getrandom value in 8) is found, and replays identically; a
+//! file that is not a riscv64 program is one line and exit 4.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn driver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .arg("--fuzz-dir")
+        .arg(dir)
+        .args(args)
+        .env("DST_NO_AFFINITY", "1")
+        .output()
+        .expect("run cargo-dst-fuzz")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn the_lease_abort_is_found_and_replayed() {
+    let dir = std::env::temp_dir().join(format!("dst-riscv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("lease");
+    let built = Command::new("riscv64-linux-gnu-gcc")
+        .args(["-O1", "-g", "-static"])
+        .arg(root().join("examples/riscv/lease.c"))
+        .arg("-o")
+        .arg(&program)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
+        return;
+    }
+    let program = program.to_str().unwrap();
+    let run = driver(
+        &dir,
+        &[
+            "run",
+            "--riscv",
+            program,
+            "--runs",
+            "50000",
+            "--seed",
+            "1",
+            "--stop-on-finding",
+            "--json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(1), "a finding: {}", text(&run));
+    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let finding = &summary["findings"][0];
+    assert_eq!(finding["signature"]["cause"], "SIGABRT", "{summary}");
+    let folder = PathBuf::from(finding["path"].as_str().unwrap());
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
+    assert_eq!(record["flaky"], false, "{record}");
+    let input = folder.join("input");
+    let replay = driver(
+        &dir,
+        &["replay", input.to_str().unwrap(), "--riscv", program],
+    );
+    let shown = text(&replay);
+    assert_eq!(replay.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("outcome: SIGABRT"), "{shown}");
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+
+    let native = driver(&dir, &["run", "--riscv", "/bin/true", "--runs", "1"]);
+    assert_eq!(native.status.code(), Some(4), "{}", text(&native));
+    assert!(
+        text(&native).contains("not a riscv64 program"),
+        "{}",
+        text(&native)
+    );
+    assert_eq!(text(&native).trim().lines().count(), 1, "{}", text(&native));
+    let _ = std::fs::remove_dir_all(&dir);
+}
