@@ -168,3 +168,33 @@ fn as_an_executor_the_clock_and_getrandom_are_decisions() {
     assert_eq!(exec.execute(&[]), End::Timeout);
     assert_eq!(exec.execute(&[]), End::Timeout);
 }
+
+#[test]
+fn a_system_call_the_emulator_lacks_is_a_finding_naming_it() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let Some(program) = build(
+        "socket",
+        "#include <sys/socket.h>\nint main(void) { return socket(AF_INET, SOCK_STREAM, 0) < 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let mut exec = Emulator::new(
+        &std::fs::read(program).unwrap(),
+        &["socket".to_string()],
+        10_000_000,
+    )
+    .unwrap();
+    let End::Crash(dst_kernel::Outcome::Crash {
+        cause,
+        message,
+        location,
+    }) = exec.execute(&[])
+    else {
+        panic!("an unsupported call ends the run")
+    };
+    assert_eq!(cause, "unsupported system call");
+    assert!(message.contains("socket (198)"), "{message}");
+    assert_eq!(location.as_deref(), Some("socket (198)"));
+}

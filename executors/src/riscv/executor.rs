@@ -93,8 +93,14 @@ impl Executor for Emulator {
             ),
             Exit::Unsupported { number } => End::crash(
                 "unsupported system call",
-                format!("system call {number} is not implemented by the emulator"),
-                Some(format!("syscall {number}")),
+                format!(
+                    "system call {} ({number}) is not implemented by the emulator",
+                    super::machine::syscall_name(number)
+                ),
+                Some(format!(
+                    "{} ({number})",
+                    super::machine::syscall_name(number)
+                )),
             ),
         }
     }
