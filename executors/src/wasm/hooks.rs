@@ -36,11 +36,12 @@ impl Sites {
         Sites { by_id }
     }
 
-    /// The catalog index and kind of the site with `id` and `message`.
-    fn find(
+    /// The catalog index and kind of the site with `id`; `message` is read
+    /// only when several sites share the id.
+    fn find<'m>(
         &self,
         id: u32,
-        message: impl FnOnce() -> Option<String>,
+        message: impl FnOnce() -> Option<&'m str>,
     ) -> Option<(usize, catalog::Kind)> {
         match self.by_id.get(&id)?.as_slice() {
             [] => None,
@@ -74,6 +75,8 @@ fn text<'m>(memory: &'m [u8], at: i32, len: i32, hook: &str) -> Result<Option<&'
         .map_err(|_| bad(hook, "a string that is not UTF-8"))
 }
 
+/// The catalog site a hook names by id (and by message, read from memory
+/// only when the id is ambiguous; an unreadable one matches nothing).
 fn site_of(
     caller: &mut Caller<'_, Host>,
     id: i32,
@@ -81,10 +84,10 @@ fn site_of(
     len: i32,
     hook: &str,
 ) -> Result<Option<(usize, catalog::Kind)>, Error> {
-    let sites = caller.data().sites.clone();
-    let (memory, _) = memory(caller).ok_or_else(|| bad(hook, "the module has no memory"))?;
-    let message = text(memory, at, len, hook)?.map(str::to_string);
-    Ok(sites.find(id as u32, || message))
+    let (memory, host) = memory(caller).ok_or_else(|| bad(hook, "the module has no memory"))?;
+    Ok(host
+        .sites
+        .find(id as u32, || text(memory, at, len, hook).ok().flatten()))
 }
 
 /// The host function of every hook, in `HOOKS`' order.

@@ -356,6 +356,34 @@ fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, Path
     }
 }
 
+/// A campaign over an executor this driver made itself (`--wasm`,
+/// `--riscv`), whose findings replay with `target` (the flag and its file).
+/// Each client of a parallel campaign gets the executor by fork.
+fn explore_here<E: dst_executors::Executor + 'static>(
+    fuzz: &FuzzCrate,
+    name: &str,
+    exec: E,
+    target: &str,
+    args: &crate::args::CampaignArgs,
+) -> Result<i32, Failure> {
+    let mut options = args.options(
+        name,
+        fuzz.corpus(name),
+        fuzz.findings(name),
+        fuzz.campaign(name),
+    );
+    options.reproduce = Some(serde_json::json!({
+        "explain": format!("cargo dst-fuzz replay {{input}} {target}"),
+    }));
+    let catalog = exec.catalog().to_vec();
+    let output = crate::cli::Output {
+        json: args.json,
+        quiet: args.quiet,
+    };
+    let make = move || Ok::<_, crate::store::StoreError>(exec);
+    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(store_failure)
+}
+
 /// The executor this driver runs itself, for a target named by `--wasm` or
 /// `--cmd` (`None`: a target binary of the fuzz crate, which runs its own).
 fn direct(

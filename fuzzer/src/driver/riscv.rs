@@ -5,14 +5,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
-use dst_executors::Executor as _;
 use dst_executors::riscv::executor::{DEFAULT_BUDGET, Emulator};
 
 use super::Failure;
 use super::build::FuzzCrate;
 use crate::args::CampaignArgs;
 use crate::exit;
-use crate::store::StoreError;
 
 /// A static riscv64 Linux program to run on dst's emulator.
 #[derive(Args, Debug, Clone)]
@@ -65,21 +63,12 @@ pub fn run(
     args: &CampaignArgs,
 ) -> Result<i32, Failure> {
     let exec = riscv.executor(program_args)?.expect("--riscv was given");
-    let mut options = args.options(
+    let program = riscv.riscv.as_ref().expect("--riscv was given");
+    super::explore_here(
+        fuzz,
         name,
-        fuzz.corpus(name),
-        fuzz.findings(name),
-        fuzz.campaign(name),
-    );
-    let program = riscv.riscv.as_ref().expect("--riscv was given").display();
-    options.reproduce = Some(serde_json::json!({
-        "explain": format!("cargo dst-fuzz replay {{input}} --riscv {program}"),
-    }));
-    let catalog = exec.catalog().to_vec();
-    let output = crate::cli::Output {
-        json: args.json,
-        quiet: args.quiet,
-    };
-    let make = move || Ok::<_, StoreError>(exec);
-    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(super::store_failure)
+        exec,
+        &format!("--riscv {}", program.display()),
+        args,
+    )
 }

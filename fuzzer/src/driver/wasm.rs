@@ -5,14 +5,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use dst_executors::Executor as _;
 use dst_executors::wasm::{DEFAULT_FUEL, LoadError, Missing, Options as WasmOptions, Wasm};
 
 use super::Failure;
 use super::build::FuzzCrate;
 use crate::args::CampaignArgs;
 use crate::exit;
-use crate::store::StoreError;
 
 /// Whether `path` is a WebAssembly module: a `.wasm` or `.wat` file, or a
 /// file that starts with wasm's magic bytes.
@@ -111,23 +109,12 @@ pub fn run(
     args: &CampaignArgs,
 ) -> Result<i32, Failure> {
     let exec = wasm.executor(module_args)?.expect("--wasm was given");
-    let mut options = args.options(
+    let module = wasm.wasm.as_ref().expect("--wasm was given");
+    super::explore_here(
+        fuzz,
         name,
-        fuzz.corpus(name),
-        fuzz.findings(name),
-        fuzz.campaign(name),
-    );
-    let module = wasm.wasm.as_ref().expect("--wasm was given").display();
-    options.reproduce = Some(serde_json::json!({
-        "explain": format!("cargo dst-fuzz replay {{input}} --wasm {module}"),
-    }));
-    let catalog = exec.catalog().to_vec();
-    let output = crate::cli::Output {
-        json: args.json,
-        quiet: args.quiet,
-    };
-    // One executor, made here (the module was loaded to check it): each
-    // client of a parallel campaign gets it by fork.
-    let make = move || Ok::<_, StoreError>(exec);
-    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(super::store_failure)
+        exec,
+        &format!("--wasm {}", module.display()),
+        args,
+    )
 }
