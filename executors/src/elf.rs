@@ -51,6 +51,25 @@ fn section_catalog(file: &object::File<'_>, path: &Path) -> Result<Vec<SiteInfo>
         .collect())
 }
 
+/// The catalog of a guest program (the emulator's, the KVM executor's):
+/// the SDK's own properties, which the executor checks (deadlock), then
+/// the records of its `dst_catalog` section, if it has one.
+pub fn guest_catalog(file: &object::File<'_>) -> Result<Vec<SiteInfo>, String> {
+    let sites = section_catalog(file, Path::new("the program"))?;
+    if !sites.is_empty() {
+        return Ok(sites);
+    }
+    Ok(dst::catalog::BUILTIN
+        .iter()
+        .enumerate()
+        .map(|(i, site)| {
+            let mut info = site.info();
+            info.index = i as u32;
+            info
+        })
+        .collect())
+}
+
 /// The catalog of the program at `path`: its `dst_catalog` section when it
 /// has one, else what the program reports when asked (a Rust binary using
 /// the `dst` crate); empty for a program without the SDK.

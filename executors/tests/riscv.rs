@@ -198,3 +198,129 @@ fn a_system_call_the_emulator_lacks_is_a_finding_naming_it() {
     assert!(message.contains("socket (198)"), "{message}");
     assert_eq!(location.as_deref(), Some("socket (198)"));
 }
+
+/// Inputs of `len` pseudo-random bytes, one per seed (a fixed generator,
+/// so the search below is the same on every machine).
+fn input(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+fn build_example(name: &str) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/riscv/{name}.c"));
+    build(
+        name,
+        &std::fs::read_to_string(source).unwrap(),
+        &["-static", "-pthread"],
+    )
+}
+
+#[test]
+fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let Some(program) = build_example("counter") else {
+        return;
+    };
+    let mut exec = Emulator::open(&program, &["counter".to_string()], 10_000_000).unwrap();
+    // Nominal: no preemption, each thread runs its loop whole.
+    assert_eq!(exec.execute(&[]), End::Ok);
+    let machine = exec.machine();
+    assert_eq!(String::from_utf8_lossy(&machine.stdout), "counter 400\n");
+    assert_eq!(machine.threads.len(), 3, "main and two threads");
+    assert!(
+        !machine.switches.is_empty() && machine.switches.iter().all(|s| !s.preempted),
+        "the nominal run switches only where a thread waits or exits: {:?}",
+        machine.switches
+    );
+    let failing = (1u64..3000)
+        .map(|seed| input(seed, 64))
+        .find(|input| exec.execute(input) != End::Ok)
+        .expect("some schedule preempts a thread between its load and its store");
+    let first = exec.execute(&failing);
+    let End::Crash(dst_kernel::Outcome::Crash { cause, .. }) = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(cause, "SIGABRT");
+    assert!(
+        String::from_utf8_lossy(&exec.machine().stderr).starts_with("lost "),
+        "{:?}",
+        String::from_utf8_lossy(&exec.machine().stderr)
+    );
+    assert!(
+        exec.machine().switches.iter().any(|s| s.preempted),
+        "a preemption did it"
+    );
+    let switches = exec.machine().switches.clone();
+    for _ in 0..3 {
+        assert_eq!(exec.execute(&failing), first, "the same on replay");
+        assert_eq!(exec.machine().switches, switches, "the same schedule");
+    }
+}
+
+#[test]
+fn threads_that_all_wait_are_a_deadlock_and_a_timed_wait_times_out() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    // The main thread holds the lock and joins the thread that wants it.
+    let Some(program) = build(
+        "deadlock",
+        "#include <pthread.h>\n\
+         static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;\n\
+         static void *take(void *a) { pthread_mutex_lock(&m); return a; }\n\
+         int main(void) { pthread_t t; pthread_mutex_lock(&m);\n\
+           pthread_create(&t, 0, take, 0); pthread_join(t, 0); return 0; }\n",
+        &["-static", "-pthread"],
+    ) else {
+        return;
+    };
+    let (_, exit) = run(&program, &[]);
+    let Exit::Deadlock { waiting } = exit else {
+        panic!("{exit:?}")
+    };
+    assert_eq!(waiting.len(), 2, "both threads wait: {waiting:?}");
+    let mut exec = Emulator::open(&program, &["deadlock".to_string()], 10_000_000).unwrap();
+    assert_eq!(
+        exec.execute(&[]),
+        End::Ok,
+        "a property failure, not a crash"
+    );
+    assert_eq!(exec.catalog()[0].message, dst::catalog::BUILTIN[0].message);
+    let header = exec.region().header();
+    assert_eq!(
+        header
+            .first_failure
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "the deadlock property failed"
+    );
+
+    // Here the thread gives up after a second of virtual time instead.
+    let Some(program) = build(
+        "timedlock",
+        "#include <errno.h>\n#include <pthread.h>\n#include <time.h>\n\
+         static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;\n\
+         static void *take(void *a) { struct timespec t; clock_gettime(CLOCK_REALTIME, &t);\n\
+           t.tv_sec += 1; return (void *)(long)pthread_mutex_timedlock(&m, &t); }\n\
+         int main(void) { pthread_t t; void *r; pthread_mutex_lock(&m);\n\
+           pthread_create(&t, 0, take, 0); pthread_join(t, &r);\n\
+           return (long)r == ETIMEDOUT ? 0 : 1; }\n",
+        &["-static", "-pthread"],
+    ) else {
+        return;
+    };
+    let mut exec = Emulator::open(&program, &["timedlock".to_string()], 10_000_000).unwrap();
+    assert_eq!(exec.execute(&[]), End::Ok, "{:?}", exec.machine().calls);
+    let now = exec.machine().now;
+    assert!(
+        now >= 1_000_000_000,
+        "a second of virtual time passed: {now}"
+    );
+}

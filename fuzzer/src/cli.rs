@@ -270,7 +270,7 @@ pub fn replay_with(
     use dst_executors::wasm::{CALLS_EVENT, STDERR_EVENT, STDOUT_EVENT};
     let (stdout, stderr) = (lifecycle(STDOUT_EVENT), lifecycle(STDERR_EVENT));
     let calls = lifecycle(CALLS_EVENT);
-    let calls: Option<Vec<(String, i32)>> = calls.and_then(|c| serde_json::from_str(&c).ok());
+    let calls: Option<Vec<(String, i64)>> = calls.and_then(|c| serde_json::from_str(&c).ok());
     if as_json {
         println!(
             "{}",

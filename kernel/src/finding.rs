@@ -152,7 +152,11 @@ pub fn schedule(record: &RunRecord) -> Vec<StepLine> {
                 step: s.step,
                 thread: s.thread,
                 op: s.op.clone(),
-                at: format!("{}:{}:{}", s.file, s.line, s.column),
+                at: match (s.line, s.column) {
+                    (0, _) => s.file.clone(),
+                    (line, 0) => format!("{}:{line}", s.file),
+                    (line, column) => format!("{}:{line}:{column}", s.file),
+                },
                 preempts: s.preempted,
             }),
             _ => None,

@@ -340,6 +340,21 @@ pub(crate) fn count_interleaving(first: u64, second: u64) {
     }
 }
 
+/// Counts an observed pair of conflicting operations (interleaving
+/// coverage, [`RegionRef::count_interleaving`]) for executors whose threads
+/// are not the SDK's (the emulator's guest threads).
+pub fn count_interleaving_for(first: u64, second: u64) {
+    count_interleaving(first, second);
+}
+
+/// Records a scheduling step of threads that are not the SDK's (the
+/// emulator's guest threads), when steps are traced now.
+pub fn step_for(step: region::Step) {
+    if tracing_steps() {
+        step_event(step);
+    }
+}
+
 /// Whether scheduling steps are traced now: a run being explained
 /// (`FLAG_TRACE_SITES`) or local mode with `DST_TRACE`.
 pub(crate) fn tracing_steps() -> bool {

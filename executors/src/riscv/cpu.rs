@@ -34,6 +34,13 @@ pub struct Memory {
     pages: HashMap<u64, Arc<[u8; PAGE as usize]>>,
 }
 
+/// The zeroed page every fresh mapping shares until it is written (a
+/// thread's 8 MiB stack costs its page table entries, not 8 MiB).
+fn zero_page() -> Arc<[u8; PAGE as usize]> {
+    static ZERO: std::sync::OnceLock<Arc<[u8; PAGE as usize]>> = std::sync::OnceLock::new();
+    ZERO.get_or_init(|| Arc::new([0; PAGE as usize])).clone()
+}
+
 impl Memory {
     /// Maps zeroed pages covering `start..start + len` (already mapped
     /// pages stay as they are).
@@ -41,9 +48,16 @@ impl Memory {
         let first = start / PAGE;
         let last = (start + len).div_ceil(PAGE);
         for page in first..last {
-            self.pages
-                .entry(page)
-                .or_insert_with(|| Arc::new([0; PAGE as usize]));
+            self.pages.entry(page).or_insert_with(zero_page);
+        }
+    }
+
+    /// Zeroes the mapped pages of `start..start + len` (`MADV_DONTNEED`).
+    pub fn zero(&mut self, start: u64, len: u64) {
+        for page in start / PAGE..(start + len).div_ceil(PAGE) {
+            if let Some(contents) = self.pages.get_mut(&page) {
+                *contents = zero_page();
+            }
         }
     }
 

@@ -4,16 +4,27 @@
 //! `getrandom` and the clock are decisions, a budget of instructions (out
 //! of it is a timeout, the same on every replay), and edge coverage from
 //! taken branches and jumps.
+//!
+//! Guest threads that all wait in `futex` are the SDK's own deadlock
+//! property (`dst::catalog::BUILTIN`, first in the catalog), with each
+//! thread's place as details. A run being explained (`FLAG_TRACE_SITES`)
+//! or recorded with events (`FLAG_EVENTS`) also leaves its thread
+//! switches as schedule steps, and its output and system calls as the
+//! wasm executor's lifecycle events (`crate::wasm::STDOUT_EVENT`...), so
+//! `replay` shows them. Crash places and schedule steps are named from the
+//! ELF's DWARF when it was opened from a file ([`Emulator::open`]).
 
 use std::cell::UnsafeCell;
+use std::path::Path;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
-use dst::region::{Layout, Region, RegionRef};
+use dst::region::{Event, FLAG_EVENTS, FLAG_TRACE_SITES, Layout, Region, RegionRef, Step};
 use dst_kernel::executor::region_map;
 use dst_kernel::{Coverage, End, Executor, Map};
 
-use super::machine::{Exit, Machine};
+use super::machine::{Exit, Machine, syscall_name};
+use crate::symbolize::{Frame, Module, Symbolizer};
 
 /// Instructions a run may execute unless told.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
@@ -30,26 +41,174 @@ pub struct Emulator {
     budget: u64,
     edges: Box<[UnsafeCell<u8>]>,
     backstop: Duration,
+    symbols: Option<Symbolizer>,
 }
 
 impl Emulator {
     /// The program in `bytes` with `args` (`argv[0]` first).
     pub fn new(bytes: &[u8], args: &[String], budget: u64) -> Result<Emulator, String> {
         let loaded = Machine::load(bytes, args, &[])?;
+        let file = object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))?;
+        let catalog = crate::elf::guest_catalog(&file)?;
         Ok(Emulator {
             machine: loaded.clone(),
             loaded,
             region: Region::new(Layout {
-                sites_capacity: 1,
+                sites_capacity: catalog.len(),
                 coverage_size: crate::inprocess::DECISION_COVERAGE,
                 ..Layout::default()
             }),
             flags: 0,
-            catalog: Vec::new(),
+            catalog,
             budget,
             edges: (0..EDGES).map(|_| UnsafeCell::new(0)).collect(),
             backstop: Duration::from_secs(10),
+            symbols: None,
         })
+    }
+
+    /// The program at `path` (its DWARF names crash places and schedule
+    /// steps).
+    pub fn open(path: &Path, args: &[String], budget: u64) -> Result<Emulator, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+        let mut emulator = Emulator::new(&bytes, args, budget)?;
+        let file = object::File::parse(&*bytes).map_err(|e| format!("not an ELF file: {e}"))?;
+        use object::{Object, ObjectSegment};
+        let modules = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                Module {
+                    start: s.address(),
+                    end: s.address() + size,
+                    offset,
+                    path: path.to_path_buf(),
+                }
+            })
+            .collect();
+        emulator.symbols = Some(Symbolizer::new(modules));
+        Ok(emulator)
+    }
+
+    /// Guest `pc` symbolized, as far as the ELF's symbols and DWARF say.
+    pub fn frame(&mut self, pc: u64) -> Frame {
+        match &mut self.symbols {
+            Some(symbols) => symbols.frame(pc, false),
+            None => Frame {
+                pc,
+                ..Frame::default()
+            },
+        }
+    }
+
+    /// `function at file:line` of guest `pc` (`pc 0x...` without symbols).
+    pub fn place(&mut self, pc: u64) -> String {
+        let frame = self.frame(pc);
+        match (&frame.function, frame.location()) {
+            (Some(f), Some(at)) => format!("{f} at {at}"),
+            (Some(f), None) => f.clone(),
+            (None, Some(at)) => at,
+            (None, None) => format!("pc {pc:#x}"),
+        }
+    }
+
+    /// The end of a run that exited with `exit`.
+    fn end(&mut self, exit: Exit) -> End {
+        match exit {
+            Exit::Status(0) => End::Ok,
+            Exit::Status(code) => End::crash(
+                "exit",
+                format!("the program exited with status {code}"),
+                None,
+            ),
+            Exit::OutOfInstructions => End::Timeout,
+            Exit::Signal {
+                signal,
+                pc,
+                address,
+            } => {
+                let place = self.place(pc);
+                End::crash(
+                    signal_name(signal),
+                    format!("signal {signal} in {place} (pc {pc:#x}, address {address:#x})"),
+                    Some(place),
+                )
+            }
+            Exit::Unsupported { number, what } => {
+                let call = format!("{} ({number})", syscall_name(number));
+                let message = match what {
+                    Some(what) => format!("{call}: the emulator does not implement {what}"),
+                    None => format!("system call {call} is not implemented by the emulator"),
+                };
+                End::crash("unsupported system call", message, Some(call))
+            }
+            Exit::Deadlock { waiting } => {
+                let threads: Vec<serde_json::Value> = waiting
+                    .iter()
+                    .map(|&(tid, futex, pc)| {
+                        serde_json::json!({
+                            "thread": tid,
+                            "futex": format!("{futex:#x}"),
+                            "at": self.place(pc),
+                        })
+                    })
+                    .collect();
+                let details = serde_json::json!({ "threads": threads }).to_string();
+                let site = &dst::catalog::BUILTIN[0];
+                debug_assert!(site.message.contains("deadlock"));
+                if dst::runtime::evaluate_for(0, site.kind, true, f64::NAN) {
+                    dst::runtime::report_for(0, true, Some(details));
+                }
+                End::Ok
+            }
+        }
+    }
+
+    /// After a run traced or recorded with events: its thread switches as
+    /// schedule steps, its output and system calls as lifecycle events.
+    fn record(&mut self) {
+        let switches = std::mem::take(&mut self.machine.switches);
+        for (i, switch) in switches.iter().enumerate() {
+            let frame = self.frame(switch.pc);
+            let function = frame.function.as_deref().unwrap_or("?");
+            let mut op = format!("{} @{} in {function}", switch.why.name(), switch.at);
+            if switch.preempted {
+                let stopped = self.place(switch.from_pc);
+                op = format!("{op} (thread {} stopped in {stopped})", switch.from);
+            }
+            dst::runtime::step_for(Step {
+                step: i as u64 + 1,
+                thread: switch.to,
+                op,
+                file: frame.file.unwrap_or_else(|| format!("pc {:#x}", switch.pc)),
+                line: frame.line.unwrap_or(0),
+                column: 0,
+                preempted: switch.preempted.then_some(switch.from),
+            });
+        }
+        self.machine.switches = switches;
+        let view = self.region.view();
+        let calls: Vec<(String, i64)> = self
+            .machine
+            .calls
+            .iter()
+            .map(|&(n, r)| (syscall_name(n).to_string(), r))
+            .collect();
+        view.push_event(&Event::Lifecycle {
+            name: crate::wasm::CALLS_EVENT.into(),
+            details: serde_json::to_string(&calls).ok(),
+        });
+        for (name, bytes) in [
+            (crate::wasm::STDOUT_EVENT, &self.machine.stdout),
+            (crate::wasm::STDERR_EVENT, &self.machine.stderr),
+        ] {
+            if !bytes.is_empty() {
+                view.push_event(&Event::Lifecycle {
+                    name: name.into(),
+                    details: Some(String::from_utf8_lossy(bytes).into_owned()),
+                });
+            }
+        }
     }
 
     /// The machine as the last run left it (its output, its calls).
@@ -74,35 +233,12 @@ impl Executor for Emulator {
             std::slice::from_raw_parts_mut(UnsafeCell::raw_get(self.edges.as_ptr()), EDGES)
         };
         edges.fill(0);
-        match self.machine.run_with(self.budget, edges) {
-            Exit::Status(0) => End::Ok,
-            Exit::Status(code) => End::crash(
-                "exit",
-                format!("the program exited with status {code}"),
-                None,
-            ),
-            Exit::OutOfInstructions => End::Timeout,
-            Exit::Signal {
-                signal,
-                pc,
-                address,
-            } => End::crash(
-                signal_name(signal),
-                format!("signal {signal} at pc {pc:#x} (address {address:#x})"),
-                Some(format!("pc {pc:#x}")),
-            ),
-            Exit::Unsupported { number } => End::crash(
-                "unsupported system call",
-                format!(
-                    "system call {} ({number}) is not implemented by the emulator",
-                    super::machine::syscall_name(number)
-                ),
-                Some(format!(
-                    "{} ({number})",
-                    super::machine::syscall_name(number)
-                )),
-            ),
+        let exit = self.machine.run_with(self.budget, edges);
+        let end = self.end(exit);
+        if self.flags & (FLAG_EVENTS | FLAG_TRACE_SITES) != 0 {
+            self.record();
         }
+        end
     }
 
     fn region(&self) -> RegionRef<'_> {

@@ -1,16 +1,20 @@
 //! A static riscv64 Linux program in the emulator: its ELF loaded with
 //! `object`, the stack laid out as Linux does (argc, argv, envp, auxv), and
-//! the system calls answered deterministically. One thread so far.
+//! the system calls answered deterministically. Threads (`clone`, `futex`,
+//! preemption) are in [`super::threads`].
 
 use object::{Object, ObjectSegment};
 
 use super::cpu::{Cpu, Memory, PAGE, Stop};
+use super::threads::{State, Switch, Thread, Why};
+use dst::decision::{Kind, Value};
+use dst::runtime::SiteText;
 
 /// Where the stack ends (grows down from here) and how big it is.
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
 const STACK_SIZE: u64 = 8 << 20;
 /// The realtime clock at the start of every run: 2024-01-01T00:00:00Z.
-const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
+pub(super) const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
 /// Where anonymous mappings are placed, growing up.
 const MMAP_BASE: u64 = 0x2000_0000_0000;
 
@@ -21,8 +25,15 @@ pub enum Exit {
     Status(i32),
     /// A signal: SIGSEGV with the address, SIGILL, SIGABRT (abort).
     Signal { signal: i32, pc: u64, address: u64 },
-    /// A system call the emulator does not implement (number, name).
-    Unsupported { number: u64 },
+    /// A system call the emulator does not implement (by number), or a
+    /// use of one it does not (`what`).
+    Unsupported {
+        number: u64,
+        what: Option<&'static str>,
+    },
+    /// Every live thread waits in `futex` with no timeout: (tid, futex
+    /// address, pc) of each.
+    Deadlock { waiting: Vec<(u64, u64, u64)> },
     /// The instruction budget ran out.
     OutOfInstructions,
 }
@@ -55,6 +66,7 @@ pub struct Machine {
     /// Virtual nanoseconds since the run started: each clock reading
     /// advances it by a decided step (as the wasm executor's WASI clock).
     pub now: u64,
+    /// The running thread's registers.
     pub cpu: Cpu,
     pub memory: Memory,
     brk: u64,
@@ -63,6 +75,14 @@ pub struct Machine {
     pub stderr: Vec<u8>,
     /// System calls made: (number, result).
     pub calls: Vec<(u64, i64)>,
+    /// Every thread, by index (0 is the main thread); `current` runs.
+    pub threads: Vec<Thread>,
+    pub current: usize,
+    /// Instructions retired at which the running thread is preempted.
+    pub(super) slice_end: u64,
+    /// The run's thread switches, in order.
+    pub switches: Vec<Switch>,
+    pub(super) wait_seq: u64,
 }
 
 fn align(value: u64, to: u64) -> u64 {
@@ -114,6 +134,16 @@ impl Machine {
             stdout: Vec::new(),
             stderr: Vec::new(),
             calls: Vec::new(),
+            threads: vec![Thread {
+                tid: 1,
+                cpu: Cpu::default(),
+                state: State::Runnable,
+                clear_tid: 0,
+            }],
+            current: 0,
+            slice_end: u64::MAX,
+            switches: Vec::new(),
+            wait_seq: 0,
         };
         machine.cpu.pc = file.entry();
         machine.cpu.x[2] = machine.stack(args, env, phdr + phoff, phentsize, phnum, file.entry());
@@ -187,7 +217,27 @@ impl Machine {
     /// (pc, target) in `edges` (hashed).
     pub fn run_with(&mut self, budget: u64, edges: &mut [u8]) -> Exit {
         let limit = self.cpu.retired + budget;
-        while self.cpu.retired < limit {
+        loop {
+            if self.cpu.retired >= limit {
+                return Exit::OutOfInstructions;
+            }
+            if self.cpu.retired >= self.slice_end {
+                if let Err(exit) = self.schedule(Why::Preempt) {
+                    return exit;
+                }
+                continue;
+            }
+            if let Some(exit) = self.run_slice(limit.min(self.slice_end), edges) {
+                return exit;
+            }
+        }
+    }
+
+    /// Runs the current thread until `stop` instructions are retired or a
+    /// system call was made (which may switch threads); `Some` when the
+    /// run ends.
+    fn run_slice(&mut self, stop: u64, edges: &mut [u8]) -> Option<Exit> {
+        while self.cpu.retired < stop {
             let from = self.cpu.pc;
             match self.cpu.step(&mut self.memory) {
                 Ok(()) => {
@@ -203,36 +253,34 @@ impl Machine {
                     }
                 }
                 Err(Stop::Ecall) => {
-                    if let Some(exit) = self.syscall() {
-                        return exit;
-                    }
                     self.cpu.pc += 4;
                     self.cpu.retired += 1;
+                    return self.syscall();
                 }
                 Err(Stop::Ebreak) => {
-                    return Exit::Signal {
+                    return Some(Exit::Signal {
                         signal: 5,
                         pc: self.cpu.pc,
                         address: 0,
-                    };
+                    });
                 }
                 Err(Stop::Fault { address }) => {
-                    return Exit::Signal {
+                    return Some(Exit::Signal {
                         signal: 11,
                         pc: self.cpu.pc,
                         address,
-                    };
+                    });
                 }
                 Err(Stop::Illegal { .. }) => {
-                    return Exit::Signal {
+                    return Some(Exit::Signal {
                         signal: 4,
                         pc: self.cpu.pc,
                         address: self.cpu.pc,
-                    };
+                    });
                 }
             }
         }
-        Exit::OutOfInstructions
+        None
     }
 
     /// One system call (number in a7, arguments in a0..a5, result to a0);
@@ -246,8 +294,71 @@ impl Machine {
         const ENOSYS: i64 = -38;
         let x = self.cpu.x;
         let (number, a0, a1, a2) = (x[17], x[10], x[11], x[12]);
+        let unsupported = |what| Some(Exit::Unsupported { number, what });
+        let mut point = None;
         let result: i64 = match number {
+            93 if self.threads.len() > 1 => match self.exit_thread(a0 as i32) {
+                Some(status) => return Some(Exit::Status(status)),
+                None => {
+                    point = Some(Why::Exit);
+                    0
+                }
+            },
             93 | 94 => return Some(Exit::Status(a0 as i32)),
+            220 => match self.clone_thread(a0, a1, a2, x[13], x[14]) {
+                Ok(tid) => {
+                    point = Some(Why::Clone);
+                    tid
+                }
+                Err(what) => return unsupported(Some(what)),
+            },
+            435 => {
+                // clone3(args, size): flags, pidfd, child_tid, parent_tid,
+                // exit_signal, stack, stack_size, tls
+                let mut args = [0u64; 8];
+                for (k, arg) in args.iter_mut().enumerate() {
+                    *arg = self.memory.load(a0 + 8 * k as u64, 8).unwrap_or(0);
+                }
+                let [flags, _, child, parent, _, stack, size, tls] = args;
+                let top = if stack == 0 { 0 } else { stack + size };
+                match self.clone_thread(flags, top, parent, tls, child) {
+                    Ok(tid) => {
+                        point = Some(Why::Clone);
+                        tid
+                    }
+                    Err(what) => return unsupported(Some(what)),
+                }
+            }
+            98 => match self.futex([a0, a1, a2, x[13], x[14], x[15]]) {
+                Ok((result, waits)) => {
+                    point = Some(if waits { Why::Wait } else { Why::Wake });
+                    result
+                }
+                Err(what) => return unsupported(Some(what)),
+            },
+            101 | 115 => {
+                // nanosleep(req, rem), clock_nanosleep(clock, flags, req,
+                // rem): virtual time passes, and others may run.
+                let (clock, flags, req) = if number == 101 {
+                    (1, 0, a0)
+                } else {
+                    (a0, a1, a2)
+                };
+                match (self.memory.load(req, 8), self.memory.load(req + 8, 8)) {
+                    (Ok(s), Ok(ns)) => {
+                        let t = s.saturating_mul(1_000_000_000).saturating_add(ns);
+                        self.now = if flags & 1 != 0 {
+                            let epoch = if clock == 0 { EPOCH_NS } else { 0 };
+                            self.now.max(t.saturating_sub(epoch))
+                        } else {
+                            self.now.saturating_add(t)
+                        };
+                        point = Some(Why::Sleep);
+                        0
+                    }
+                    _ => -14,
+                }
+            }
             64 => self.write(a0, a1, a2),
             66 => {
                 // writev: iovecs of (base, len)
@@ -302,10 +413,22 @@ impl Machine {
                 self.memory.unmap(a0, align(a1, PAGE));
                 0
             }
-            226 | 233 => 0, // mprotect, madvise
-            96 => 1,        // set_tid_address: the tid
-            99 => 0,        // set_robust_list
-            293 => ENOSYS,  // rseq
+            226 => 0, // mprotect
+            233 => {
+                // madvise: MADV_DONTNEED reads back zeroes
+                if a2 == 4 {
+                    self.memory.zero(a0, align(a1, PAGE));
+                }
+                0
+            }
+            96 => {
+                // set_tid_address: the tid
+                let me = self.current;
+                self.threads[me].clear_tid = a0;
+                self.tid() as i64
+            }
+            99 => 0,       // set_robust_list
+            293 => ENOSYS, // rseq
             261 => {
                 // prlimit64: report 8 MiB soft and hard limits when asked
                 if x[13] != 0 {
@@ -328,21 +451,27 @@ impl Machine {
                     Err(_) => -14,
                 }
             }
-            172 | 178 => 1, // getpid, gettid
-            134 | 135 => 0, // rt_sigaction, rt_sigprocmask
+            172 => 1,                 // getpid
+            178 => self.tid() as i64, // gettid
+            134 | 135 => 0,           // rt_sigaction, rt_sigprocmask
             131 | 129 => {
                 // tgkill / kill of itself: the signal
                 let signal = if number == 131 { a2 } else { a1 };
                 return Some(Exit::Signal {
                     signal: signal as i32,
-                    pc: self.cpu.pc,
+                    pc: self.cpu.pc - 4,
                     address: 0,
                 });
             }
             278 => {
                 // getrandom: decision bytes
                 let mut bytes = vec![0; a1.min(1 << 16) as usize];
-                dst::random::fill(&mut bytes);
+                decide(
+                    Kind::Fill,
+                    "dst emulator: getrandom",
+                    &mut bytes,
+                    Value::Hash,
+                );
                 match self.memory.write(a0, &bytes) {
                     Ok(()) => bytes.len() as i64,
                     Err(_) => -14,
@@ -383,20 +512,49 @@ impl Machine {
             57 => 0,      // close
             29 => ENOTTY, // ioctl
             78 => EINVAL, // readlinkat
-            124 => 0,     // sched_yield
-            _ => return Some(Exit::Unsupported { number }),
+            169 => {
+                // gettimeofday(tv, tz): virtual time
+                let now = self.tick() + EPOCH_NS;
+                let mut tv = [0u8; 16];
+                tv[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
+                tv[8..].copy_from_slice(&(now % 1_000_000_000 / 1_000).to_le_bytes());
+                match (a0, self.memory.write(a0, &tv)) {
+                    (0, _) | (_, Ok(())) => 0,
+                    _ => -14,
+                }
+            }
+            124 => {
+                point = Some(Why::Yield);
+                0
+            }
+            _ => return unsupported(None),
         };
         self.calls.push((number, result));
         self.cpu.x[10] = result as u64;
-        None
+        match point {
+            Some(why) => self.schedule(why).err(),
+            None => None,
+        }
     }
 
     /// One clock reading: advance virtual time by the decided step
     /// (nominally 1 us; when the byte is 0xF0 or more, a jump of 1 to 600
     /// s).
     fn tick(&mut self) -> u64 {
-        let step = if dst::random::below(256) >= 0xF0 {
-            (1 + dst::random::below(600)) * 1_000_000_000
+        let step = if decide(
+            Kind::Below,
+            "dst emulator: clock",
+            &mut [0],
+            Value::Mod(256),
+        ) >= 0xF0
+        {
+            let mut seconds = [0u8; 2];
+            (1 + decide(
+                Kind::Below,
+                "dst emulator: clock jump",
+                &mut seconds,
+                Value::Mod(600),
+            )) * 1_000_000_000
         } else {
             1_000
         };
@@ -416,6 +574,22 @@ impl Machine {
         }
         bytes.len() as i64
     }
+}
+
+/// A decision of the system layer at the site named `name`.
+pub(super) fn decide(kind: Kind, name: &'static str, bytes: &mut [u8], value: Value) -> u64 {
+    dst::runtime::decide_for(
+        kind,
+        SiteText {
+            id: dst::catalog::site_hash(name, 0, 0),
+            file: name,
+            line: 0,
+            column: 0,
+            name: None,
+        },
+        bytes,
+        value,
+    )
 }
 
 /// The name of riscv64 Linux system call `number` (asm-generic numbering),

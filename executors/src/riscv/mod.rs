@@ -11,23 +11,25 @@
 //! The parts: [`decode`] (RV64GC to a flat instruction; checked against
 //! every instruction binutils disassembles in a static glibc program),
 //! [`cpu`] (registers, a sparse paged memory, one instruction per step;
-//! `ecall` and faults stop the step) and [`machine`] (the ELF loaded with
+//! `ecall` and faults stop the step), [`machine`] (the ELF loaded with
 //! `object`, Linux's initial stack and auxv, and the system calls a static
-//! glibc program makes at start and to print, answered deterministically).
+//! glibc program makes, answered deterministically) and [`threads`]
+//! (`clone`, `futex`, and the scheduler: which thread runs and when the
+//! running one is preempted are decisions).
 //!
 //! [`executor`] puts it behind the one executor trait: the machine as
 //! loaded is the snapshot (pages shared until written, so a restore copies
-//! no bytes), `getrandom` and `clock_gettime` are decisions through the SDK
-//! attached to the executor's region, taken branches and jumps are edges,
-//! and the instruction budget makes a spinning program a timeout that
-//! replays identically.
+//! no bytes), `getrandom`, the clock and the schedule are decisions through
+//! the SDK attached to the executor's region, taken branches and jumps are
+//! edges, and the instruction budget makes a spinning program a timeout
+//! that replays identically.
 //!
-//! So far single-threaded programs. Not yet: threads (clone, futex,
-//! preemption decisions), symbolized crashes, the dst.h `ecall`s, the
-//! `--riscv` commands, memory permissions, the snapshot taken at `main`
-//! rather than at the entry point.
+//! Not yet: the dst.h `ecall`s, memory permissions, the snapshot taken at
+//! `main` rather than at the entry point, unwinding (a crash is placed at
+//! its pc only).
 
 pub mod cpu;
 pub mod decode;
 pub mod executor;
 pub mod machine;
+pub mod threads;

@@ -40,15 +40,9 @@ impl RiscvArgs {
         let Some(path) = &self.riscv else {
             return Ok(None);
         };
-        let bytes = std::fs::read(path).map_err(|e| {
-            (
-                exit::BAD_INPUT,
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
         let mut argv = vec![self.name()];
         argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
-        Emulator::new(&bytes, &argv, self.instructions)
+        Emulator::open(path, &argv, self.instructions)
             .map(Some)
             .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", path.display())))
     }

@@ -1,0 +1,461 @@
+//! Guest threads: `clone` makes one, `futex` blocks and wakes them, and
+//! one runs at a time. Which runs next is a decision at every scheduling
+//! point (clone, futex, yield, sleep, a thread's exit) where more than one
+//! could, and the running thread can be preempted after any instruction.
+//!
+//! The encoding keeps the stream short and shrinkable, as PCT's change
+//! points do: at each contested point two decisions are taken, which
+//! thread runs (one byte, a choice among the runnable threads in nominal
+//! order: the current one first unless it yields, then the others from it
+//! in thread order) and how many instructions it runs before it is
+//! preempted (two bytes: 0 never, else a count on a log scale, from 1 to
+//! millions). The all-zero input never preempts, a preemption is two
+//! nonzero bytes, and a preempted thread goes last in the next point's
+//! order, so the next byte 0 runs another thread. Each preemption counts
+//! the pair (preempted pc, resumed pc) as interleaving coverage.
+//!
+//! The SDK's strategies (`dst::sched`: direct, PCT, POS) drive baton-passing
+//! OS threads at SDK calls; here the scheduler is the CPU's own loop, so it
+//! takes the same kinds of decisions (`Schedule`, `Change`) directly.
+//! Every thread waiting in `futex` without a timeout is a deadlock, which
+//! the executor reports as the SDK's own deadlock property.
+
+use dst::decision::{Kind, Value};
+use dst::runtime::{SiteText, decide_for};
+
+use super::cpu::Cpu;
+use super::machine::{Exit, Machine};
+
+/// Why a thread is not running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Runnable,
+    /// In `futex` wait on `address`, woken by a wake whose bitset meets
+    /// `bitset`; `deadline` in virtual nanoseconds (monotonic), if any.
+    Waiting {
+        address: u64,
+        bitset: u32,
+        deadline: Option<u64>,
+        /// Order of waiting (wakes are first in, first out).
+        since: u64,
+    },
+    Exited,
+}
+
+/// A guest thread. The running thread's registers are the machine's
+/// `cpu`; `cpu` here holds them while the thread is switched out.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub tid: u64,
+    pub cpu: Cpu,
+    pub state: State,
+    /// `CLONE_CHILD_CLEARTID`: zeroed and woken when the thread exits.
+    pub clear_tid: u64,
+}
+
+/// A scheduling point: why the scheduler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    Clone,
+    Wait,
+    Wake,
+    Yield,
+    Sleep,
+    Exit,
+    Preempt,
+}
+
+impl Why {
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::Clone => "clone",
+            Why::Wait => "futex wait",
+            Why::Wake => "futex wake",
+            Why::Yield => "sched_yield",
+            Why::Sleep => "sleep",
+            Why::Exit => "exit",
+            Why::Preempt => "preemption",
+        }
+    }
+
+    /// Whether the current thread goes last (it gives way).
+    fn gives_way(self) -> bool {
+        matches!(self, Why::Yield | Why::Sleep | Why::Preempt)
+    }
+}
+
+/// One switch of the running thread, for replays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Switch {
+    /// Instructions retired when it happened.
+    pub at: u64,
+    pub why: Why,
+    pub from: u32,
+    pub to: u32,
+    /// Where the thread that runs now resumes.
+    pub pc: u64,
+    /// Where `from` stopped.
+    pub from_pc: u64,
+    /// `from` could have gone on.
+    pub preempted: bool,
+}
+
+/// Threads a run may have (a `clone` past it fails with EAGAIN).
+pub const MAX_THREADS: usize = 256;
+
+/// The preemption slice of decision value `v` (two bytes): 0 is none,
+/// else `(256 + low byte) << (high byte % 24) >> 8` instructions.
+pub fn slice(v: u64) -> Option<u64> {
+    if v == 0 {
+        return None;
+    }
+    let (exponent, mantissa) = (v >> 8, v & 0xFF);
+    Some(((256 + mantissa) << (exponent % 24)) >> 8)
+}
+
+const CLONE_VM: u64 = 0x100;
+const CLONE_THREAD: u64 = 0x10000;
+const CLONE_SETTLS: u64 = 0x80000;
+const CLONE_PARENT_SETTID: u64 = 0x100000;
+const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+
+/// What `clone` asks that the emulator cannot do (a new process).
+pub const NOT_A_THREAD: &str = "clone without CLONE_VM | CLONE_THREAD (a new process)";
+
+/// Takes a scheduling decision at the site named `name`.
+fn decide(name: &str, bytes: &mut [u8], value: Value) -> u64 {
+    let kind = if bytes.len() == 1 {
+        Kind::Schedule
+    } else {
+        Kind::Change
+    };
+    let site = SiteText {
+        id: dst::catalog::site_hash(name, 0, 0),
+        file: name,
+        line: 0,
+        column: 0,
+        name: None,
+    };
+    decide_for(kind, site, bytes, value)
+}
+
+impl Machine {
+    /// The running thread's id.
+    pub fn tid(&self) -> u64 {
+        self.threads[self.current].tid
+    }
+
+    /// `clone` of a thread (flags, stack, parent tid pointer, tls, child
+    /// tid pointer); the child resumes after the `ecall` with a0 = 0. The
+    /// caller's result (the new tid) is returned.
+    pub(super) fn clone_thread(
+        &mut self,
+        flags: u64,
+        stack: u64,
+        parent_tid: u64,
+        tls: u64,
+        child_tid: u64,
+    ) -> Result<i64, &'static str> {
+        if flags & (CLONE_VM | CLONE_THREAD) != CLONE_VM | CLONE_THREAD {
+            return Err(NOT_A_THREAD);
+        }
+        if self.threads.len() >= MAX_THREADS {
+            return Ok(-11); // EAGAIN
+        }
+        let tid = self.threads.iter().map(|t| t.tid).max().unwrap_or(0) + 1;
+        let mut cpu = self.cpu.clone();
+        cpu.x[10] = 0;
+        if stack != 0 {
+            cpu.x[2] = stack;
+        }
+        if flags & CLONE_SETTLS != 0 {
+            cpu.x[4] = tls;
+        }
+        cpu.reservation = None;
+        if flags & CLONE_PARENT_SETTID != 0 && self.memory.store(parent_tid, 4, tid).is_err() {
+            return Ok(-14);
+        }
+        if flags & CLONE_CHILD_SETTID != 0 && self.memory.store(child_tid, 4, tid).is_err() {
+            return Ok(-14);
+        }
+        self.threads.push(Thread {
+            tid,
+            cpu,
+            state: State::Runnable,
+            clear_tid: if flags & CLONE_CHILD_CLEARTID != 0 {
+                child_tid
+            } else {
+                0
+            },
+        });
+        Ok(tid as i64)
+    }
+
+    /// `futex(address, op, value, timeout, address2, value3)`: the result
+    /// and whether the caller now waits. `Err` names an operation the
+    /// emulator lacks.
+    pub(super) fn futex(&mut self, a: [u64; 6]) -> Result<(i64, bool), &'static str> {
+        const EAGAIN: i64 = -11;
+        const EFAULT: i64 = -14;
+        let [address, op, value, timeout, address2, value3] = a;
+        let realtime = op & 256 != 0;
+        let current = |m: &Machine| m.memory.load(address, 4).map(|v| v as u32);
+        match op & 127 {
+            cmd @ (0 | 9) => {
+                // FUTEX_WAIT (relative timeout) and FUTEX_WAIT_BITSET (absolute)
+                let Ok(now_value) = current(self) else {
+                    return Ok((EFAULT, false));
+                };
+                if now_value != value as u32 {
+                    return Ok((EAGAIN, false));
+                }
+                let deadline = if timeout == 0 {
+                    None
+                } else {
+                    let (Ok(s), Ok(ns)) = (
+                        self.memory.load(timeout, 8),
+                        self.memory.load(timeout + 8, 8),
+                    ) else {
+                        return Ok((EFAULT, false));
+                    };
+                    let t = s.saturating_mul(1_000_000_000).saturating_add(ns);
+                    Some(if cmd == 0 {
+                        self.now.saturating_add(t)
+                    } else if realtime {
+                        t.saturating_sub(super::machine::EPOCH_NS)
+                    } else {
+                        t
+                    })
+                };
+                let bitset = if cmd == 9 { value3 as u32 } else { u32::MAX };
+                if bitset == 0 {
+                    return Ok((-22, false));
+                }
+                self.wait_seq += 1;
+                self.threads[self.current].state = State::Waiting {
+                    address,
+                    bitset,
+                    deadline,
+                    since: self.wait_seq,
+                };
+                Ok((0, true))
+            }
+            cmd @ (1 | 10) => {
+                let bitset = if cmd == 10 { value3 as u32 } else { u32::MAX };
+                Ok((self.wake(address, value, bitset) as i64, false))
+            }
+            cmd @ (3 | 4) => {
+                // FUTEX_REQUEUE, FUTEX_CMP_REQUEUE: wake `value`, move up
+                // to `timeout` (val2) others to `address2`.
+                if cmd == 4 {
+                    match current(self) {
+                        Err(_) => return Ok((EFAULT, false)),
+                        Ok(v) if v != value3 as u32 => return Ok((EAGAIN, false)),
+                        Ok(_) => {}
+                    }
+                }
+                let woken = self.wake(address, value, u32::MAX);
+                let mut moved = 0;
+                for t in self.waiters(address, u32::MAX) {
+                    if moved >= timeout {
+                        break;
+                    }
+                    if let State::Waiting { address: a, .. } = &mut self.threads[t].state {
+                        *a = address2;
+                        moved += 1;
+                    }
+                }
+                Ok(((woken + moved) as i64, false))
+            }
+            5 => Err("futex FUTEX_WAKE_OP"),
+            6..=8 | 11 | 12 => Err("futex priority-inheritance operations"),
+            _ => Err("futex with an unknown operation"),
+        }
+    }
+
+    /// Threads waiting on `address` whose bitset meets `bitset`, oldest
+    /// first.
+    fn waiters(&self, address: u64, bitset: u32) -> Vec<usize> {
+        let mut found: Vec<(u64, usize)> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| match t.state {
+                State::Waiting {
+                    address: a,
+                    bitset: b,
+                    since,
+                    ..
+                } if a == address && b & bitset != 0 => Some((since, i)),
+                _ => None,
+            })
+            .collect();
+        found.sort_unstable();
+        found.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Wakes up to `count` waiters on `address`; returns how many.
+    pub(super) fn wake(&mut self, address: u64, count: u64, bitset: u32) -> u64 {
+        let mut woken = 0;
+        for t in self.waiters(address, bitset) {
+            if woken >= count {
+                break;
+            }
+            self.threads[t].state = State::Runnable;
+            self.set_result(t, 0);
+            woken += 1;
+        }
+        woken
+    }
+
+    /// The running thread exits (`exit`): its `clear_tid` is zeroed and
+    /// woken. `Some(status)` when it was the last thread.
+    pub(super) fn exit_thread(&mut self, status: i32) -> Option<i32> {
+        let me = self.current;
+        self.threads[me].state = State::Exited;
+        let clear = self.threads[me].clear_tid;
+        if clear != 0 && self.memory.store(clear, 4, 0).is_ok() {
+            self.wake(clear, 1, u32::MAX);
+        }
+        let alive = self.threads.iter().any(|t| t.state != State::Exited);
+        (!alive).then_some(status)
+    }
+
+    /// A scheduling point of the running thread: picks the thread that
+    /// runs next and its preemption slice (see the module docs), and
+    /// switches to it. `Err` when no thread can run (a deadlock).
+    pub(super) fn schedule(&mut self, why: Why) -> Result<(), Exit> {
+        let me = self.current;
+        self.time_out_waits(false);
+        let gives_way = why.gives_way();
+        let me_runnable = self.threads[me].state == State::Runnable;
+        let n = self.threads.len();
+        let mut order = Vec::with_capacity(n);
+        if me_runnable && !gives_way {
+            order.push(me);
+        }
+        order.extend(
+            (1..n)
+                .map(|i| (me + i) % n)
+                .filter(|&t| self.threads[t].state == State::Runnable),
+        );
+        if me_runnable && gives_way {
+            order.push(me);
+        }
+        if order.is_empty() && self.time_out_waits(true) {
+            order.extend((0..n).filter(|&t| self.threads[t].state == State::Runnable));
+        }
+        let next = match order.len() {
+            0 => return Err(self.deadlock()),
+            1 => order[0],
+            len => {
+                let name = format!("dst emulator: thread to run at {}", why.name());
+                order[decide(&name, &mut [0], Value::Mod(len as u64)) as usize]
+            }
+        };
+        self.slice_end = u64::MAX;
+        if order.len() > 1 {
+            let v = decide("dst emulator: preemption slice", &mut [0; 2], Value::Be);
+            if let Some(slice) = slice(v) {
+                self.slice_end = self.cpu.retired + slice;
+            }
+        }
+        if next != me {
+            self.switch_to(next, why, me_runnable);
+        }
+        Ok(())
+    }
+
+    fn switch_to(&mut self, next: usize, why: Why, preempted: bool) {
+        let me = self.current;
+        debug_assert_ne!(next, me);
+        debug_assert_eq!(self.threads[next].state, State::Runnable);
+        let retired = self.cpu.retired;
+        let from_pc = self.cpu.pc;
+        self.cpu.reservation = None;
+        std::mem::swap(&mut self.cpu, &mut self.threads[me].cpu);
+        std::mem::swap(&mut self.cpu, &mut self.threads[next].cpu);
+        self.cpu.retired = retired;
+        self.cpu.reservation = None;
+        self.current = next;
+        if preempted {
+            dst::runtime::count_interleaving_for(from_pc, self.cpu.pc ^ 0x5555);
+        }
+        if self.switches.len() < 100_000 {
+            self.switches.push(Switch {
+                at: retired,
+                why,
+                from: me as u32,
+                to: next as u32,
+                pc: self.cpu.pc,
+                from_pc,
+                preempted,
+            });
+        }
+    }
+
+    /// Wakes, timed out, the waits whose deadline passed; with `forced`
+    /// (nothing can run), time first jumps to the earliest deadline.
+    /// Returns whether a wait timed out.
+    fn time_out_waits(&mut self, forced: bool) -> bool {
+        if forced {
+            let earliest = self
+                .threads
+                .iter()
+                .filter_map(|t| match t.state {
+                    State::Waiting { deadline, .. } => deadline,
+                    _ => None,
+                })
+                .min();
+            match earliest {
+                Some(deadline) => self.now = self.now.max(deadline),
+                None => return false,
+            }
+        }
+        let mut any = false;
+        for t in 0..self.threads.len() {
+            if let State::Waiting {
+                deadline: Some(d), ..
+            } = self.threads[t].state
+                && d <= self.now
+            {
+                self.threads[t].state = State::Runnable;
+                self.set_result(t, -110); // ETIMEDOUT
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Sets thread `t`'s system call result (a0), in the machine's `cpu`
+    /// when it is the running thread.
+    fn set_result(&mut self, t: usize, result: i64) {
+        if t == self.current {
+            self.cpu.x[10] = result as u64;
+        } else {
+            self.threads[t].cpu.x[10] = result as u64;
+        }
+    }
+
+    fn deadlock(&self) -> Exit {
+        Exit::Deadlock {
+            waiting: self
+                .threads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| match t.state {
+                    State::Waiting { address, .. } => {
+                        let pc = if i == self.current {
+                            self.cpu.pc
+                        } else {
+                            t.cpu.pc
+                        };
+                        Some((t.tid, address, pc))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
