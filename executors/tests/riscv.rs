@@ -151,10 +151,8 @@ fn as_an_executor_the_clock_and_getrandom_are_decisions() {
         "each run starts from the loaded program"
     );
     let edges = exec.coverage().edges.to_vec();
-    assert!(
-        edges.iter().filter(|&&c| c > 0).count() > 100,
-        "branch edges counted"
-    );
+    let counted = edges.iter().filter(|&&c| c > 0).count();
+    assert!(counted > 30, "branch edges counted: {counted}");
     // A program that spins ends by its instruction budget, every time.
     let Some(spin) = build("spin", "int main(void) { for (;;) {} }\n", &["-static"]) else {
         return;

@@ -53,6 +53,18 @@ fn build_example(name: &str, flags: &[&str]) -> Option<(PathBuf, String)> {
     Some((dir.clone(), program.to_str().unwrap().to_string()))
 }
 
+/// Whether the cross compiler is installed (saying so when not).
+fn have_compiler() -> bool {
+    let there = Command::new("riscv64-linux-gnu-gcc")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !there {
+        eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
+    }
+    there
+}
+
 /// Explores `program` with seed 1 until a finding (a SIGABRT, not flaky),
 /// then replays it; returns what the replay showed.
 fn find_and_replay(dir: &Path, program: &str, runs: &str) -> String {
@@ -122,5 +134,217 @@ fn a_lost_update_on_plain_memory_is_found_by_preemption_and_replayed() {
     assert!(shown.contains("counter.c:"), "{shown}");
     assert!(shown.contains("lost "), "{shown}");
     assert!(shown.contains("clone="), "the system calls: {shown}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Decisions, their sites' text, the stream consumed and the outcome, as
+/// two levels must agree on them.
+fn comparable(record: &dst_kernel::RunRecord) -> impl PartialEq + std::fmt::Debug + use<> {
+    let sites: Vec<(String, u32, Option<String>)> = record
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            dst::region::Event::DecisionSite {
+                file, line, name, ..
+            } => Some((file.clone(), *line, name.clone())),
+            _ => None,
+        })
+        .collect();
+    (
+        record.decisions.clone(),
+        sites,
+        record.consumed,
+        record.outcome.signature(),
+    )
+}
+
+#[test]
+fn a_dst_h_program_decides_and_fails_alike_natively_and_on_the_emulator() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{Executor, Process};
+    let dir = std::env::temp_dir().join(format!("dst-riscv-ledger-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // One source path for both builds: decision sites name __FILE__.
+    let source = root().join("examples/riscv/ledger.c");
+    let guest = dir.join("ledger");
+    let cc = driver(
+        &dir,
+        &[
+            "cc",
+            "--riscv",
+            "-o",
+            guest.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    if !have_compiler() {
+        return;
+    }
+    assert_eq!(cc.status.code(), Some(0), "cc --riscv: {}", text(&cc));
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dst-c"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "libdst builds");
+    let lib = Path::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let native = dir.join("ledger-native");
+    let status = Command::new("cc")
+        .args(["-g", "-O1", "-I"])
+        .arg(root().join("sdk-c/include"))
+        .arg(&source)
+        .arg("-o")
+        .arg(&native)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-ldst")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .status()
+        .unwrap();
+    assert!(status.success(), "the native build");
+
+    let mut process = Process::new(&native, &[], std::time::Duration::from_secs(10)).unwrap();
+    let mut emulator = Emulator::open(&guest, &["ledger".to_string()], 10_000_000).unwrap();
+    let messages = |catalog: &[dst::catalog::SiteInfo]| {
+        catalog
+            .iter()
+            .filter(|s| {
+                !dst::catalog::is_builtin(&s.message) && s.kind != dst::catalog::Kind::Fault
+            })
+            .map(|s| s.message.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(messages(process.catalog()), messages(emulator.catalog()));
+    assert_eq!(
+        messages(emulator.catalog()).len(),
+        2,
+        "{:?}",
+        emulator.catalog()
+    );
+    let mut failures = 0;
+    for seed in 0u64..200 {
+        // A fixed generator: the same inputs on every machine.
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let input: Vec<u8> = (0..16)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let there = dst_kernel::finding::traced_run(&mut process, &input);
+        let here = dst_kernel::finding::traced_run(&mut emulator, &input);
+        assert!(
+            there.decisions.len() >= 4,
+            "seed {seed}: amounts and faults decided"
+        );
+        assert_eq!(
+            comparable(&there),
+            comparable(&here),
+            "seed {seed}: the native and the riscv run differ"
+        );
+        if let Some(signature) = here.outcome.signature() {
+            assert_eq!(
+                signature.to_string(),
+                "property \"the balance never goes negative\" failed",
+                "seed {seed}"
+            );
+            failures += 1;
+        }
+    }
+    assert!(
+        failures > 0,
+        "some seeds overdraw the account, at both levels"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_dst_h_guest_built_with_cc_reports_its_catalog_and_properties() {
+    if !have_compiler() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dst-riscv-cc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let guest = dir.join("ledger");
+    let guest_arg = guest.to_str().unwrap();
+    let source = root().join("examples/riscv/ledger.c");
+    let cc = driver(
+        &dir,
+        &["cc", "--riscv", "-o", guest_arg, source.to_str().unwrap()],
+    );
+    assert_eq!(cc.status.code(), Some(0), "{}", text(&cc));
+    // Every property, from the ELF's dst_catalog section, without a run.
+    let catalog = driver(&dir, &["catalog", guest_arg]);
+    let listed = text(&catalog);
+    assert!(
+        listed.contains("\"the balance never goes negative\" at "),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("\"the account is nearly empty\" at "),
+        "{listed}"
+    );
+    let run = driver(
+        &dir,
+        &[
+            "run", "--riscv", guest_arg, "--runs", "1000", "--seed", "1", "--json", "--quiet",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let status = |message: &str| {
+        summary["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["message"] == message)
+            .map(|p| p["status"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        status("the balance never goes negative").as_deref(),
+        Some("failing"),
+        "{summary}"
+    );
+    assert_eq!(
+        status("the account is nearly empty").as_deref(),
+        Some("passing"),
+        "{summary}"
+    );
+
+    // A build that fails is one line and exit 7, and the program is kept.
+    let before = std::fs::read(&guest).unwrap();
+    std::fs::write(dir.join("bad.c"), "int main(void) { return nonsense; }\n").unwrap();
+    let bad = driver(
+        &dir,
+        &[
+            "cc",
+            "--riscv",
+            "-o",
+            guest_arg,
+            dir.join("bad.c").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(7), "{}", text(&bad));
+    let last = String::from_utf8_lossy(&bad.stderr)
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(last.contains("the riscv build of"), "{last}");
+    assert_eq!(
+        std::fs::read(&guest).unwrap(),
+        before,
+        "the old program is intact"
+    );
+    let no_level = driver(&dir, &["cc", "-o", guest_arg, "bad.c"]);
+    assert_eq!(no_level.status.code(), Some(2), "{}", text(&no_level));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -47,17 +47,27 @@ pub struct Emulator {
 impl Emulator {
     /// The program in `bytes` with `args` (`argv[0]` first).
     pub fn new(bytes: &[u8], args: &[String], budget: u64) -> Result<Emulator, String> {
-        let loaded = Machine::load(bytes, args, &[])?;
+        let mut loaded = Machine::load(bytes, args, &[])?;
         let file = object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))?;
         let catalog = crate::elf::guest_catalog(&file)?;
+        use object::{Object, ObjectSymbol};
+        let main = file.symbol_by_name("main").map(|s| s.address());
+        let region = Region::new(Layout {
+            sites_capacity: catalog.len(),
+            coverage_size: crate::inprocess::DECISION_COVERAGE,
+            ..Layout::default()
+        });
+        {
+            // Setup takes the nominal decisions, once.
+            let _attached = crate::inprocess::attach(&region, &[], 0);
+            loaded
+                .run_setup(main, budget)
+                .map_err(|exit| format!("the program ended before its main function ({exit:?})"))?;
+        }
         Ok(Emulator {
             machine: loaded.clone(),
             loaded,
-            region: Region::new(Layout {
-                sites_capacity: catalog.len(),
-                coverage_size: crate::inprocess::DECISION_COVERAGE,
-                ..Layout::default()
-            }),
+            region,
             flags: 0,
             catalog,
             budget,
@@ -122,6 +132,7 @@ impl Emulator {
                 None,
             ),
             Exit::OutOfInstructions => End::Timeout,
+            Exit::SetupComplete => unreachable!("only setup stops at dst_setup_complete"),
             Exit::Signal {
                 signal,
                 pc,

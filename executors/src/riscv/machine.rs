@@ -6,6 +6,7 @@
 use object::{Object, ObjectSegment};
 
 use super::cpu::{Cpu, Memory, PAGE, Stop};
+use super::guest::{DST_ECALL, SETUP_COMPLETE, Sites};
 use super::threads::{State, Switch, Thread, Why};
 use dst::decision::{Kind, Value};
 use dst::runtime::SiteText;
@@ -36,6 +37,9 @@ pub enum Exit {
     Deadlock { waiting: Vec<(u64, u64, u64)> },
     /// The instruction budget ran out.
     OutOfInstructions,
+    /// The program called `dst_setup_complete` while its setup ran
+    /// ([`Machine::run_setup`]).
+    SetupComplete,
 }
 
 /// Why a file is not a program the emulator runs (one line each).
@@ -83,6 +87,10 @@ pub struct Machine {
     /// The run's thread switches, in order.
     pub switches: Vec<Switch>,
     pub(super) wait_seq: u64,
+    /// The dst.h assertion sites of the program (`super::guest`).
+    pub(super) sites: std::sync::Arc<Sites>,
+    /// Setup is running: `dst_setup_complete` stops it.
+    pub(super) in_setup: bool,
 }
 
 fn align(value: u64, to: u64) -> u64 {
@@ -144,6 +152,8 @@ impl Machine {
             slice_end: u64::MAX,
             switches: Vec::new(),
             wait_seq: 0,
+            sites: std::sync::Arc::new(Sites::of(&file)),
+            in_setup: false,
         };
         machine.cpu.pc = file.entry();
         machine.cpu.x[2] = machine.stack(args, env, phdr + phoff, phentsize, phnum, file.entry());
@@ -206,6 +216,43 @@ impl Machine {
                 .expect("the stack is mapped");
         }
         sp
+    }
+
+    /// Runs the program's setup, to be the snapshot every run starts from:
+    /// to its `main` (the C library's start, which takes decisions of its
+    /// own, such as malloc's random key, stays out of every run), then on
+    /// to its `dst_setup_complete` call when it makes one. Setup that ends
+    /// the program or runs out of `budget` is `Err`; a program that returns
+    /// without calling `dst_setup_complete` leaves the snapshot at `main`.
+    pub fn run_setup(&mut self, main: Option<u64>, budget: u64) -> Result<(), Exit> {
+        let limit = self.cpu.retired + budget;
+        let mut scratch = [0u8; 1];
+        if let Some(main) = main {
+            while self.cpu.pc != main {
+                if self.cpu.retired >= limit {
+                    return Err(Exit::OutOfInstructions);
+                }
+                let stop = self.cpu.retired + 1;
+                if let Some(exit) = self.run_slice(stop, &mut scratch) {
+                    return Err(exit);
+                }
+            }
+        }
+        if !self.sites.setup_call {
+            return Ok(());
+        }
+        let at_main = self.clone();
+        self.in_setup = true;
+        match self.run_with(limit.saturating_sub(self.cpu.retired), &mut scratch) {
+            Exit::SetupComplete => {
+                self.in_setup = false;
+                Ok(())
+            }
+            _ => {
+                *self = at_main;
+                Ok(())
+            }
+        }
     }
 
     /// Runs until the program exits or `budget` instructions are spent.
@@ -527,9 +574,19 @@ impl Machine {
                 point = Some(Why::Yield);
                 0
             }
+            n if (DST_ECALL..DST_ECALL + 256).contains(&n) => match self.dst_call(n - DST_ECALL) {
+                Ok(_) if self.in_setup && n == DST_ECALL + SETUP_COMPLETE => {
+                    self.cpu.x[10] = 0;
+                    return Some(Exit::SetupComplete);
+                }
+                Ok(result) => result,
+                Err(what) => return unsupported(Some(what)),
+            },
             _ => return unsupported(None),
         };
-        self.calls.push((number, result));
+        if number < DST_ECALL {
+            self.calls.push((number, result));
+        }
         self.cpu.x[10] = result as u64;
         match point {
             Some(why) => self.schedule(why).err(),
@@ -595,6 +652,9 @@ pub(super) fn decide(kind: Kind, name: &'static str, bytes: &mut [u8], value: Va
 /// The name of riscv64 Linux system call `number` (asm-generic numbering),
 /// for messages; "unknown" past the table.
 pub fn syscall_name(number: u64) -> &'static str {
+    if (DST_ECALL..DST_ECALL + 256).contains(&number) {
+        return "dst";
+    }
     const NAMES: &[(u64, &str)] = &[
         (17, "getcwd"),
         (23, "dup"),

@@ -12,24 +12,26 @@
 //! every instruction binutils disassembles in a static glibc program),
 //! [`cpu`] (registers, a sparse paged memory, one instruction per step;
 //! `ecall` and faults stop the step), [`machine`] (the ELF loaded with
-//! `object`, Linux's initial stack and auxv, and the system calls a static
-//! glibc program makes, answered deterministically) and [`threads`]
-//! (`clone`, `futex`, and the scheduler: which thread runs and when the
-//! running one is preempted are decisions).
+//! `object`, Linux's initial stack and auxv, the program's setup up to
+//! `main`, and the system calls a static glibc program makes, answered
+//! deterministically), [`threads`] (`clone`, `futex`, and the scheduler:
+//! which thread runs and when the running one is preempted are decisions)
+//! and [`guest`] (dst.h's calls, which `sdk-c/guest/dst_riscv.c` makes as
+//! `ecall`s of dst's own numbers).
 //!
-//! [`executor`] puts it behind the one executor trait: the machine as
-//! loaded is the snapshot (pages shared until written, so a restore copies
-//! no bytes), `getrandom`, the clock and the schedule are decisions through
-//! the SDK attached to the executor's region, taken branches and jumps are
-//! edges, and the instruction budget makes a spinning program a timeout
-//! that replays identically.
+//! [`executor`] puts it behind the one executor trait: the machine at
+//! `main` (or at `dst_setup_complete`) is the snapshot (pages shared until
+//! written, so a restore copies no bytes), `getrandom`, the clock and the
+//! schedule are decisions through the SDK attached to the executor's
+//! region, taken branches and jumps are edges, and the instruction budget
+//! makes a spinning program a timeout that replays identically.
 //!
-//! Not yet: the dst.h `ecall`s, memory permissions, the snapshot taken at
-//! `main` rather than at the entry point, unwinding (a crash is placed at
-//! its pc only).
+//! Not yet: memory permissions, unwinding (a crash is placed at its pc
+//! only), files.
 
 pub mod cpu;
 pub mod decode;
 pub mod executor;
+pub mod guest;
 pub mod machine;
 pub mod threads;

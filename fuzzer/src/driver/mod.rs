@@ -10,6 +10,7 @@
 //!   and calling a target binary with it.
 
 pub mod build;
+pub mod cc;
 pub mod cmd;
 pub mod init;
 pub mod riscv;
@@ -159,6 +160,21 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Build a C or C++ program for a level: `cc --riscv -o prog prog.c
+    /// [more.c ...] [compiler flags]` makes a static riscv64 Linux program
+    /// for the emulator, with dst.h and its guest runtime (dst.h's calls
+    /// reach the emulator as ecalls).
+    Cc {
+        /// Build for the emulator (the only level so far).
+        #[arg(long)]
+        riscv: bool,
+        /// The program to write.
+        #[arg(short = 'o', value_name = "PROGRAM")]
+        output: PathBuf,
+        /// Sources, and flags for the compiler.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
     /// Print every assertion and fault site of a target, or of any binary
     /// linking libdst (when NAME is a path to a file: read from its
     /// dst_catalog section, without running it).
@@ -288,6 +304,11 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             timeout,
             json,
         } => lincheck(model, &file, format, timeout, json),
+        Cmd::Cc {
+            riscv,
+            output,
+            args,
+        } => cc::cc(riscv, &output, &args),
         Cmd::Catalog { name, json } if wasm::is_module(Path::new(&name)) => {
             let module = WasmArgs {
                 wasm: Some(PathBuf::from(&name)),

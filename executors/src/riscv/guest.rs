@@ -1,0 +1,182 @@
+//! dst.h inside a guest: `sdk-c/guest/dst_riscv.c` turns each of dst.h's
+//! functions into an `ecall` numbered [`DST_ECALL`] + n, and this answers
+//! them on the run's region as libdst does natively: the same decisions
+//! (kind, site id, width, value function) at the same call sites, and
+//! assertions counted at the catalog index of their `dst_catalog` record,
+//! found by the record's address (the catalog comes from the ELF, read
+//! without running it: `crate::elf::guest_catalog`).
+//!
+//! Not yet: a fault's own catalog entry (libdst registers one on first
+//! use; here a fault is only its decision).
+
+use std::collections::HashMap;
+
+use dst::catalog::{self, Kind as SiteKind};
+use dst::decision::{FAULT_THRESHOLD, Kind, Value, below_width};
+use dst::runtime::{SiteText, decide_for};
+use object::{Object, ObjectSection};
+
+use super::machine::Machine;
+
+/// The first of dst's own `ecall` numbers ("DST\0"); Linux's are below 1024.
+pub const DST_ECALL: u64 = 0x4453_5400;
+/// dst's calls: DST_ECALL + one of these (`dst_riscv.c` has the same list).
+const RANDOM_U64: u64 = 0;
+const RANDOM_BELOW: u64 = 1;
+const RANDOM_BOOL: u64 = 2;
+const FAULT: u64 = 3;
+const ASSERT: u64 = 4;
+const EVENT: u64 = 5;
+pub(super) const SETUP_COMPLETE: u64 = 6;
+/// How many there are.
+pub const DST_CALLS: u64 = 7;
+
+/// The guest's assertion sites by the address of their record: (catalog
+/// index, kind).
+#[derive(Debug, Clone, Default)]
+pub struct Sites {
+    by_address: HashMap<u64, (usize, SiteKind)>,
+    /// The program links `dst_setup_complete`.
+    pub setup_call: bool,
+}
+
+impl Sites {
+    /// The sites of `file`'s `dst_catalog` section, indexed as
+    /// `guest_catalog` indexes them (after the SDK's own).
+    pub fn of(file: &object::File<'_>) -> Sites {
+        let setup_call = file.symbol_by_name("dst_setup_complete").is_some();
+        let none = Sites {
+            setup_call,
+            ..Sites::default()
+        };
+        let Some(section) = file.section_by_name("dst_catalog") else {
+            return none;
+        };
+        let Ok(data) = section.data() else {
+            return none;
+        };
+        let offset = catalog::BUILTIN.len();
+        let by_address = catalog::c::parse(data)
+            .iter()
+            .enumerate()
+            .map(|(i, record)| {
+                (
+                    section.address() + record.offset as u64,
+                    (offset + i, record.kind),
+                )
+            })
+            .collect();
+        Sites {
+            by_address,
+            setup_call,
+        }
+    }
+}
+
+/// Text up to 4 KiB at guest `address` (lossy), `None` at 0 or unmapped.
+fn text(machine: &Machine, address: u64) -> Option<String> {
+    if address == 0 {
+        return None;
+    }
+    let bytes = machine.memory.c_string(address, 4096).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Details as libdst takes them: valid JSON as is, invalid JSON wrapped.
+fn details(text: Option<String>) -> Option<String> {
+    let text = text?;
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(_) => Some(text),
+        Err(err) => Some(
+            serde_json::json!({ "dst_error": format!("invalid JSON: {err}"), "text": text })
+                .to_string(),
+        ),
+    }
+}
+
+impl Machine {
+    /// dst call `n` (arguments in a0..a5); its result for a0. `Err` for a
+    /// call this emulator does not know (a newer guest runtime).
+    pub(super) fn dst_call(&mut self, n: u64) -> Result<i64, &'static str> {
+        let x = self.cpu.x;
+        let (a0, a1, a2, a3, a4, a5) = (x[10], x[11], x[12], x[13], x[14], x[15]);
+        // A decision at `file:line` (file at a1, line at a2), as libdst's
+        // `foreign_site` makes it.
+        let decide = |m: &Machine, kind: Kind, bytes: &mut [u8], value: Value| -> u64 {
+            let file = text(m, a1);
+            let line = a2 as u32;
+            let (file, id) = match &file {
+                Some(f) => (f.as_str(), catalog::site_hash(f, line, 0)),
+                None => ("?", 0),
+            };
+            let site = SiteText {
+                id,
+                file,
+                line,
+                column: 0,
+                name: None,
+            };
+            decide_for(kind, site, bytes, value)
+        };
+        Ok(match n {
+            RANDOM_U64 => decide(self, Kind::U64, &mut [0; 8], Value::Be) as i64,
+            RANDOM_BELOW => {
+                let width = below_width(a0);
+                if width == 0 {
+                    return Ok(0);
+                }
+                decide(self, Kind::Below, &mut [0; 8][..width], Value::Mod(a0)) as i64
+            }
+            RANDOM_BOOL => decide(self, Kind::Bool, &mut [0], Value::Bit) as i64,
+            FAULT => {
+                let name = text(self, a0).unwrap_or_else(|| "unnamed fault".into());
+                let file = text(self, a1).unwrap_or_default();
+                let site = SiteText {
+                    id: catalog::site_hash(&name, 0, 0),
+                    file: &file,
+                    line: a2 as u32,
+                    column: 0,
+                    name: Some(&name),
+                };
+                decide_for(Kind::Fault, site, &mut [0], Value::AtLeast(FAULT_THRESHOLD)) as i64
+            }
+            ASSERT => {
+                let Some(&(index, kind)) = self.sites.by_address.get(&a0) else {
+                    return Ok(0); // not a record of this ELF's catalog
+                };
+                let condition = a1 != 0;
+                let (left, right) = (f64::from_bits(a4), f64::from_bits(a5));
+                let score = if a3 != 0 {
+                    kind.score(left - right)
+                } else {
+                    f64::NAN
+                };
+                if dst::runtime::evaluate_for(index, kind, condition, score) {
+                    let details = details(text(self, a2)).or_else(|| {
+                        (a3 != 0).then(|| {
+                            serde_json::json!({ "left": left, "right": right }).to_string()
+                        })
+                    });
+                    dst::runtime::report_for(index, condition, details);
+                }
+                0
+            }
+            EVENT | SETUP_COMPLETE => {
+                if dst::runtime::events_wanted() {
+                    let name = if n == EVENT {
+                        text(self, a0).unwrap_or_else(|| "event".into())
+                    } else {
+                        "setup_complete".into()
+                    };
+                    let at = if n == EVENT { a1 } else { a0 };
+                    dst::runtime::event(&name, details(text(self, at)));
+                }
+                0
+            }
+            _ => {
+                debug_assert!(n >= DST_CALLS);
+                return Err("this dst call (a newer guest runtime than the emulator)");
+            }
+        })
+    }
+}
