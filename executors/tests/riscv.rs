@@ -322,3 +322,35 @@ fn threads_that_all_wait_are_a_deadlock_and_a_timed_wait_times_out() {
         "a second of virtual time passed: {now}"
     );
 }
+
+#[test]
+fn code_written_at_run_time_runs_as_written() {
+    // `one` runs (and is decoded, cached), then is overwritten with
+    // `li a0, 2; ret` and runs again: the new code runs.
+    let Some(program) = build(
+        "selfmod",
+        "#include <string.h>\n#include <sys/mman.h>\n\
+         __attribute__((noinline)) int one(void) { return 1; }\n\
+         int main(void) { int (*volatile f)(void) = one; int a = f();\n\
+           unsigned short patch[2] = {0x4509, 0x8082};\n\
+           mprotect((void *)((long)one & ~4095L), 8192, PROT_READ | PROT_WRITE | PROT_EXEC);\n\
+           memcpy((void *)one, patch, sizeof patch); __asm__ volatile(\"fence.i\");\n\
+           int b = f(); return a * 10 + b; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let (_, exit) = run(&program, &[]);
+    assert_eq!(exit, Exit::Status(12));
+    // Restored from its snapshot, the next run starts with the original
+    // code again (decodes of the patched code are not kept).
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let mut exec = Emulator::open(&program, &["selfmod".to_string()], 10_000_000).unwrap();
+    let first = exec.execute(&[]);
+    assert!(
+        matches!(&first, End::Crash(dst_kernel::Outcome::Crash { message, .. }) if message.ends_with("status 12")),
+        "{first:?}"
+    );
+    assert_eq!(exec.execute(&[]), first);
+}

@@ -29,9 +29,63 @@ pub enum Stop {
 /// the memory (a snapshot) shares every page, and a write copies only the
 /// page it touches, so restoring a snapshot costs the pages, not their
 /// bytes.
+///
+/// Writes into the executable segments' range (`exec`) are noted in
+/// `code_written`, so that decoded instructions ([`Icache`]) are dropped.
 #[derive(Debug, Default, Clone)]
 pub struct Memory {
-    pages: HashMap<u64, Arc<[u8; PAGE as usize]>>,
+    /// By page number; hashed with ahash (fixed keys), not SipHash: a
+    /// lookup is on the path of every instruction fetch, load and store.
+    pages: HashMap<u64, Arc<[u8; PAGE as usize]>, FixedState>,
+    /// The program's executable segments: `start..end`.
+    pub exec: (u64, u64),
+    /// Something was written into `exec` since the flag was cleared.
+    pub code_written: bool,
+}
+
+/// ahash with fixed keys: page lookups hash the same in every process.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FixedState;
+
+impl std::hash::BuildHasher for FixedState {
+    type Hasher = ahash::AHasher;
+
+    fn build_hasher(&self) -> ahash::AHasher {
+        ahash::RandomState::with_seeds(0x243F_6A88, 0x85A3_08D3, 0x1319_8A2E, 0x0370_7344)
+            .build_hasher()
+    }
+}
+
+/// Decoded instructions by pc (direct-mapped), so that a loop decodes its
+/// instructions once. Only pcs in the executable segments are cached; a
+/// write there (`Memory::code_written`) empties the cache, and marks it
+/// `tainted` (it may hold decodes of changed code), which the machine
+/// clears at the start of each run by emptying it again.
+#[derive(Debug, Clone)]
+pub struct Icache {
+    entries: Vec<(u64, Inst)>,
+    pub tainted: bool,
+}
+
+const ICACHE_SLOTS: usize = 1 << 15;
+
+impl Default for Icache {
+    fn default() -> Icache {
+        let nop = decode(0x13).expect("addi x0, x0, 0 decodes");
+        Icache {
+            // u64::MAX is odd: no instruction is there.
+            entries: vec![(u64::MAX, nop); ICACHE_SLOTS],
+            tainted: false,
+        }
+    }
+}
+
+impl Icache {
+    pub fn flush(&mut self) {
+        for entry in &mut self.entries {
+            entry.0 = u64::MAX;
+        }
+    }
 }
 
 /// The zeroed page every fresh mapping shares until it is written (a
@@ -93,6 +147,9 @@ impl Memory {
 
     /// Writes `bytes` at `address`.
     pub fn write(&mut self, address: u64, bytes: &[u8]) -> Result<(), u64> {
+        if self.touches_code(address, bytes.len()) {
+            self.code_written = true;
+        }
         let mut at = address;
         let mut done = 0;
         while done < bytes.len() {
@@ -106,14 +163,35 @@ impl Memory {
         Ok(())
     }
 
+    #[inline]
     pub fn load(&self, address: u64, width: usize) -> Result<u64, u64> {
+        debug_assert!(width <= 8);
         let mut bytes = [0u8; 8];
-        self.read(address, &mut bytes[..width])?;
+        let offset = (address % PAGE) as usize;
+        if offset + width <= PAGE as usize {
+            // Within one page (nearly every access): one lookup.
+            let page = self.pages.get(&(address / PAGE)).ok_or(address)?;
+            bytes[..width].copy_from_slice(&page[offset..offset + width]);
+        } else {
+            self.read(address, &mut bytes[..width])?;
+        }
         Ok(u64::from_le_bytes(bytes))
     }
 
+    #[inline]
     pub fn store(&mut self, address: u64, width: usize, value: u64) -> Result<(), u64> {
-        self.write(address, &value.to_le_bytes()[..width])
+        debug_assert!(width <= 8);
+        let offset = (address % PAGE) as usize;
+        if offset + width > PAGE as usize || self.touches_code(address, width) {
+            return self.write(address, &value.to_le_bytes()[..width]);
+        }
+        let page = Arc::make_mut(self.pages.get_mut(&(address / PAGE)).ok_or(address)?);
+        page[offset..offset + width].copy_from_slice(&value.to_le_bytes()[..width]);
+        Ok(())
+    }
+
+    fn touches_code(&self, address: u64, len: usize) -> bool {
+        address < self.exec.1 && address.saturating_add(len as u64) > self.exec.0
     }
 
     /// A NUL-terminated string at `address` (at most `max` bytes).
@@ -224,10 +302,30 @@ impl Cpu {
         decode(word).ok_or(Stop::Illegal { word })
     }
 
+    /// The instruction at `pc`, from `icache` when it is there.
+    #[inline]
+    fn fetch_cached(&self, memory: &mut Memory, icache: &mut Icache) -> Result<Inst, Stop> {
+        if memory.code_written {
+            memory.code_written = false;
+            icache.flush();
+            icache.tainted = true;
+        }
+        let slot = &mut icache.entries[(self.pc >> 1) as usize % ICACHE_SLOTS];
+        if slot.0 == self.pc {
+            return Ok(slot.1);
+        }
+        let i = self.fetch(memory)?;
+        if (memory.exec.0..memory.exec.1).contains(&self.pc) {
+            *slot = (self.pc, i);
+        }
+        Ok(i)
+    }
+
     /// Executes one instruction. On `Err` the pc is unchanged (for
     /// `Ecall`, the caller advances it).
-    pub fn step(&mut self, memory: &mut Memory) -> Result<(), Stop> {
-        let i = self.fetch(memory)?;
+    #[inline(always)]
+    pub fn step(&mut self, memory: &mut Memory, icache: &mut Icache) -> Result<(), Stop> {
+        let i = self.fetch_cached(memory, icache)?;
         let next = self.pc.wrapping_add(u64::from(i.len));
         let (a, b) = (self.x[i.rs1 as usize], self.x[i.rs2 as usize]);
         let imm = i.imm as u64;

@@ -5,7 +5,7 @@
 
 use object::{Object, ObjectSegment};
 
-use super::cpu::{Cpu, Memory, PAGE, Stop};
+use super::cpu::{Cpu, Icache, Memory, PAGE, Stop};
 use super::guest::{DST_ECALL, SETUP_COMPLETE, Sites};
 use super::threads::{State, Switch, Thread, Why};
 use dst::decision::{Kind, Value};
@@ -91,6 +91,9 @@ pub struct Machine {
     pub(super) sites: std::sync::Arc<Sites>,
     /// Setup is running: `dst_setup_complete` stops it.
     pub(super) in_setup: bool,
+    /// Decoded instructions, shared by every copy of the machine (they
+    /// run the same code; see `Icache` for writes to it).
+    icache: std::sync::Arc<std::sync::Mutex<Icache>>,
 }
 
 fn align(value: u64, to: u64) -> u64 {
@@ -102,6 +105,7 @@ impl Machine {
     pub fn load(bytes: &[u8], args: &[String], env: &[String]) -> Result<Machine, String> {
         let file = check(bytes)?;
         let mut memory = Memory::default();
+        let mut exec = (u64::MAX, 0);
         let mut end = 0;
         let mut phdr = 0;
         for segment in file.segments() {
@@ -114,6 +118,11 @@ impl Machine {
                 .write(address, data)
                 .map_err(|_| "a segment is outside its mapping".to_string())?;
             end = end.max(address + size);
+            if let object::SegmentFlags::Elf { p_flags } = segment.flags()
+                && p_flags & object::elf::PF_X != 0
+            {
+                exec = (exec.0.min(address), exec.1.max(address + size));
+            }
             let (offset, _) = segment.file_range();
             if offset == 0 {
                 phdr = address;
@@ -131,6 +140,9 @@ impl Machine {
             }
             _ => return Err("not a 64-bit ELF".into()),
         };
+        if exec.0 < exec.1 {
+            memory.exec = exec;
+        }
         let brk = align(end, PAGE);
         memory.map(STACK_TOP - STACK_SIZE, STACK_SIZE);
         let mut machine = Machine {
@@ -154,6 +166,7 @@ impl Machine {
             wait_seq: 0,
             sites: std::sync::Arc::new(Sites::of(&file)),
             in_setup: false,
+            icache: Default::default(),
         };
         machine.cpu.pc = file.entry();
         machine.cpu.x[2] = machine.stack(args, env, phdr + phoff, phentsize, phnum, file.entry());
@@ -228,12 +241,14 @@ impl Machine {
         let limit = self.cpu.retired + budget;
         let mut scratch = [0u8; 1];
         if let Some(main) = main {
+            let shared = self.icache.clone();
+            let mut icache = shared.lock().unwrap_or_else(|p| p.into_inner());
             while self.cpu.pc != main {
                 if self.cpu.retired >= limit {
                     return Err(Exit::OutOfInstructions);
                 }
                 let stop = self.cpu.retired + 1;
-                if let Some(exit) = self.run_slice(stop, &mut scratch) {
+                if let Some(exit) = self.run_slice(stop, &mut scratch, &mut icache) {
                     return Err(exit);
                 }
             }
@@ -264,6 +279,12 @@ impl Machine {
     /// (pc, target) in `edges` (hashed).
     pub fn run_with(&mut self, budget: u64, edges: &mut [u8]) -> Exit {
         let limit = self.cpu.retired + budget;
+        let shared = self.icache.clone();
+        let mut icache = shared.lock().unwrap_or_else(|p| p.into_inner());
+        if icache.tainted {
+            icache.flush();
+            icache.tainted = false;
+        }
         loop {
             if self.cpu.retired >= limit {
                 return Exit::OutOfInstructions;
@@ -274,7 +295,7 @@ impl Machine {
                 }
                 continue;
             }
-            if let Some(exit) = self.run_slice(limit.min(self.slice_end), edges) {
+            if let Some(exit) = self.run_slice(limit.min(self.slice_end), edges, &mut icache) {
                 return exit;
             }
         }
@@ -283,10 +304,10 @@ impl Machine {
     /// Runs the current thread until `stop` instructions are retired or a
     /// system call was made (which may switch threads); `Some` when the
     /// run ends.
-    fn run_slice(&mut self, stop: u64, edges: &mut [u8]) -> Option<Exit> {
+    fn run_slice(&mut self, stop: u64, edges: &mut [u8], icache: &mut Icache) -> Option<Exit> {
         while self.cpu.retired < stop {
             let from = self.cpu.pc;
-            match self.cpu.step(&mut self.memory) {
+            match self.cpu.step(&mut self.memory, icache) {
                 Ok(()) => {
                     let to = self.cpu.pc;
                     let step = to.wrapping_sub(from);
