@@ -354,3 +354,50 @@ fn code_written_at_run_time_runs_as_written() {
     );
     assert_eq!(exec.execute(&[]), first);
 }
+
+#[test]
+fn protected_memory_faults_where_linux_would_and_the_place_is_named() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    // argv[1]: "literal" writes into a string literal (read-only data),
+    // "guard" touches the page below an mprotect-ed mapping's end, "exec"
+    // jumps into the stack.
+    let Some(program) = build(
+        "protect",
+        "#include <string.h>\n#include <sys/mman.h>\n\
+         int main(int argc, char **argv) {\n\
+           if (argc < 2) return 0;\n\
+           if (!strcmp(argv[1], \"literal\")) { char *s = (char *)\"abc\"; s[0] = 'x'; return s[0]; }\n\
+           if (!strcmp(argv[1], \"guard\")) { char *p = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n\
+             p[0] = 1; mprotect(p, 4096, PROT_NONE); return p[1]; }\n\
+           if (!strcmp(argv[1], \"exec\")) { unsigned code[1] = {0x00008067}; return ((int (*)(void))code)(); }\n\
+           return 1; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    assert_eq!(run(&program, &[]).1, Exit::Status(0));
+    for case in ["literal", "guard", "exec"] {
+        let (_, exit) = run(&program, &[case]);
+        assert!(
+            matches!(exit, Exit::Signal { signal: 11, .. }),
+            "{case}: {exit:?}"
+        );
+    }
+    let mut exec = Emulator::open(
+        &program,
+        &["protect".to_string(), "literal".to_string()],
+        10_000_000,
+    )
+    .unwrap();
+    let End::Crash(dst_kernel::Outcome::Crash {
+        cause, location, ..
+    }) = exec.execute(&[])
+    else {
+        panic!("a crash")
+    };
+    assert_eq!(cause, "SIGSEGV");
+    let location = location.unwrap();
+    assert!(location.starts_with("main at "), "{location}");
+    assert!(location.contains("protect.c:5"), "{location}");
+}

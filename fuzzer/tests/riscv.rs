@@ -111,14 +111,28 @@ fn the_lease_abort_is_found_and_replayed() {
     let shown = find_and_replay(&dir, &program, "50000");
     assert!(shown.contains("getrandom"), "{shown}");
 
-    let native = driver(&dir, &["run", "--riscv", "/bin/true", "--runs", "1"]);
-    assert_eq!(native.status.code(), Some(4), "{}", text(&native));
-    assert!(
-        text(&native).contains("not a riscv64 program"),
-        "{}",
-        text(&native)
-    );
-    assert_eq!(text(&native).trim().lines().count(), 1, "{}", text(&native));
+    // Not riscv, cut short, or its program headers broken: one line, 4.
+    let bytes = std::fs::read(&program).unwrap();
+    let cut = dir.join("cut");
+    std::fs::write(&cut, &bytes[..3000]).unwrap();
+    let mut broken = bytes.clone();
+    broken[0x20..0x28].copy_from_slice(&u64::MAX.to_le_bytes()); // e_phoff
+    let broken_path = dir.join("broken");
+    std::fs::write(&broken_path, &broken).unwrap();
+    for (file, says) in [
+        (Path::new("/bin/true"), "not a riscv64 program"),
+        (cut.as_path(), "not an ELF file"),
+        (broken_path.as_path(), "not an ELF file"),
+    ] {
+        let bad = driver(
+            &dir,
+            &["run", "--riscv", file.to_str().unwrap(), "--runs", "1"],
+        );
+        let shown = text(&bad);
+        assert_eq!(bad.status.code(), Some(4), "{}: {shown}", file.display());
+        assert!(shown.contains(says), "{}: {shown}", file.display());
+        assert_eq!(shown.trim().lines().count(), 1, "{shown}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

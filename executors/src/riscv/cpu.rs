@@ -36,7 +36,7 @@ pub enum Stop {
 pub struct Memory {
     /// By page number; hashed with ahash (fixed keys), not SipHash: a
     /// lookup is on the path of every instruction fetch, load and store.
-    pages: HashMap<u64, Arc<[u8; PAGE as usize]>, FixedState>,
+    pages: HashMap<u64, Page, FixedState>,
     /// The program's executable segments: `start..end`.
     pub exec: (u64, u64),
     /// Something was written into `exec` since the flag was cleared.
@@ -95,23 +95,59 @@ fn zero_page() -> Arc<[u8; PAGE as usize]> {
     ZERO.get_or_init(|| Arc::new([0; PAGE as usize])).clone()
 }
 
+/// Page protection bits, as Linux's `PROT_*`.
+pub const READ: u8 = 1;
+pub const WRITE: u8 = 2;
+pub const EXEC: u8 = 4;
+
+/// One mapped page: its bytes (shared until written) and protection.
+#[derive(Debug, Clone)]
+pub struct Page {
+    data: Arc<[u8; PAGE as usize]>,
+    prot: u8,
+}
+
 impl Memory {
-    /// Maps zeroed pages covering `start..start + len` (already mapped
-    /// pages stay as they are).
-    pub fn map(&mut self, start: u64, len: u64) {
+    /// Maps zeroed pages covering `start..start + len` with protection
+    /// `prot` (already mapped pages keep their bytes and get `prot`).
+    pub fn map(&mut self, start: u64, len: u64, prot: u8) {
         let first = start / PAGE;
         let last = (start + len).div_ceil(PAGE);
         for page in first..last {
-            self.pages.entry(page).or_insert_with(zero_page);
+            self.pages
+                .entry(page)
+                .or_insert_with(|| Page {
+                    data: zero_page(),
+                    prot,
+                })
+                .prot = prot;
         }
+        self.code_written = true; // what may run changed: drop decodes
+    }
+
+    /// Sets the protection of `start..start + len`; `false` when a page
+    /// of it is not mapped (`mprotect`'s ENOMEM; the mapped ones change).
+    pub fn protect(&mut self, start: u64, len: u64, prot: u8) -> bool {
+        let mut all = true;
+        for page in start / PAGE..(start + len).div_ceil(PAGE) {
+            match self.pages.get_mut(&page) {
+                Some(p) => p.prot = prot,
+                None => all = false,
+            }
+        }
+        self.code_written = true;
+        all
     }
 
     /// Zeroes the mapped pages of `start..start + len` (`MADV_DONTNEED`).
     pub fn zero(&mut self, start: u64, len: u64) {
         for page in start / PAGE..(start + len).div_ceil(PAGE) {
             if let Some(contents) = self.pages.get_mut(&page) {
-                *contents = zero_page();
+                contents.data = zero_page();
             }
+        }
+        if self.touches_code(start, len as usize) {
+            self.code_written = true;
         }
     }
 
@@ -119,23 +155,42 @@ impl Memory {
         for page in start / PAGE..(start + len).div_ceil(PAGE) {
             self.pages.remove(&page);
         }
+        self.code_written = true;
     }
 
     pub fn is_mapped(&self, address: u64) -> bool {
         self.pages.contains_key(&(address / PAGE))
     }
 
+    /// The page holding `address` when it allows `access`.
+    #[inline]
+    fn page(&self, address: u64, access: u8) -> Result<&[u8; PAGE as usize], u64> {
+        match self.pages.get(&(address / PAGE)) {
+            Some(page) if page.prot & access == access => Ok(&page.data),
+            _ => Err(address),
+        }
+    }
+
+    /// The page holding `address`, writable and this memory's own.
+    #[inline]
+    fn page_mut(&mut self, address: u64) -> Result<&mut [u8; PAGE as usize], u64> {
+        match self.pages.get_mut(&(address / PAGE)) {
+            Some(page) if page.prot & WRITE != 0 => Ok(Arc::make_mut(&mut page.data)),
+            _ => Err(address),
+        }
+    }
+
     fn byte(&self, address: u64) -> Option<u8> {
-        let page = self.pages.get(&(address / PAGE))?;
+        let page = self.page(address, READ).ok()?;
         Some(page[(address % PAGE) as usize])
     }
 
-    /// Reads `out.len()` bytes at `address`.
+    /// Reads `out.len()` bytes at `address` (readable pages only).
     pub fn read(&self, address: u64, out: &mut [u8]) -> Result<(), u64> {
         let mut at = address;
         let mut done = 0;
         while done < out.len() {
-            let page = self.pages.get(&(at / PAGE)).ok_or(at)?;
+            let page = self.page(at, READ)?;
             let offset = (at % PAGE) as usize;
             let n = (PAGE as usize - offset).min(out.len() - done);
             out[done..done + n].copy_from_slice(&page[offset..offset + n]);
@@ -145,7 +200,7 @@ impl Memory {
         Ok(())
     }
 
-    /// Writes `bytes` at `address`.
+    /// Writes `bytes` at `address` (writable pages only).
     pub fn write(&mut self, address: u64, bytes: &[u8]) -> Result<(), u64> {
         if self.touches_code(address, bytes.len()) {
             self.code_written = true;
@@ -153,7 +208,7 @@ impl Memory {
         let mut at = address;
         let mut done = 0;
         while done < bytes.len() {
-            let page = Arc::make_mut(self.pages.get_mut(&(at / PAGE)).ok_or(at)?);
+            let page = self.page_mut(at)?;
             let offset = (at % PAGE) as usize;
             let n = (PAGE as usize - offset).min(bytes.len() - done);
             page[offset..offset + n].copy_from_slice(&bytes[done..done + n]);
@@ -163,19 +218,29 @@ impl Memory {
         Ok(())
     }
 
+    /// Loads `width` bytes at `address` from pages that allow `access`.
     #[inline]
-    pub fn load(&self, address: u64, width: usize) -> Result<u64, u64> {
+    fn load_as(&self, address: u64, width: usize, access: u8) -> Result<u64, u64> {
         debug_assert!(width <= 8);
         let mut bytes = [0u8; 8];
         let offset = (address % PAGE) as usize;
         if offset + width <= PAGE as usize {
             // Within one page (nearly every access): one lookup.
-            let page = self.pages.get(&(address / PAGE)).ok_or(address)?;
+            let page = self.page(address, access)?;
             bytes[..width].copy_from_slice(&page[offset..offset + width]);
         } else {
-            self.read(address, &mut bytes[..width])?;
+            let split = PAGE as usize - offset;
+            let (low, high) = bytes[..width].split_at_mut(split);
+            low.copy_from_slice(&self.page(address, access)?[offset..]);
+            let next = address + split as u64;
+            high.copy_from_slice(&self.page(next, access)?[..width - split]);
         }
         Ok(u64::from_le_bytes(bytes))
+    }
+
+    #[inline]
+    pub fn load(&self, address: u64, width: usize) -> Result<u64, u64> {
+        self.load_as(address, width, READ)
     }
 
     #[inline]
@@ -185,7 +250,7 @@ impl Memory {
         if offset + width > PAGE as usize || self.touches_code(address, width) {
             return self.write(address, &value.to_le_bytes()[..width]);
         }
-        let page = Arc::make_mut(self.pages.get_mut(&(address / PAGE)).ok_or(address)?);
+        let page = self.page_mut(address)?;
         page[offset..offset + width].copy_from_slice(&value.to_le_bytes()[..width]);
         Ok(())
     }
@@ -290,11 +355,11 @@ impl Cpu {
     /// Fetches and decodes the instruction at `pc`.
     pub fn fetch(&self, memory: &Memory) -> Result<Inst, Stop> {
         let low = memory
-            .load(self.pc, 2)
+            .load_as(self.pc, 2, EXEC)
             .map_err(|address| Stop::Fault { address })? as u32;
         let word = if low & 3 == 3 {
             memory
-                .load(self.pc, 4)
+                .load_as(self.pc, 4, EXEC)
                 .map_err(|address| Stop::Fault { address })? as u32
         } else {
             low

@@ -5,7 +5,7 @@
 
 use object::{Object, ObjectSegment};
 
-use super::cpu::{Cpu, Icache, Memory, PAGE, Stop};
+use super::cpu::{Cpu, EXEC, Icache, Memory, PAGE, READ, Stop, WRITE};
 use super::guest::{DST_ECALL, SETUP_COMPLETE, Sites};
 use super::threads::{State, Switch, Thread, Why};
 use dst::decision::{Kind, Value};
@@ -108,9 +108,23 @@ impl Machine {
         let mut exec = (u64::MAX, 0);
         let mut end = 0;
         let mut phdr = 0;
+        // Pages shared by two segments get both protections.
+        let mut protections: Vec<(u64, u64, u8)> = Vec::new();
         for segment in file.segments() {
             let (address, size) = (segment.address(), segment.size());
-            memory.map(address, size);
+            let p_flags = match segment.flags() {
+                object::SegmentFlags::Elf { p_flags } => p_flags,
+                _ => object::elf::PF_R,
+            };
+            let prot = [
+                (object::elf::PF_R, READ),
+                (object::elf::PF_W, WRITE),
+                (object::elf::PF_X, EXEC),
+            ]
+            .iter()
+            .filter(|(flag, _)| p_flags & flag != 0)
+            .fold(0, |prot, (_, bit)| prot | bit);
+            memory.map(address, size, READ | WRITE);
             let data = segment
                 .data()
                 .map_err(|e| format!("a segment cannot be read: {e}"))?;
@@ -118,11 +132,10 @@ impl Machine {
                 .write(address, data)
                 .map_err(|_| "a segment is outside its mapping".to_string())?;
             end = end.max(address + size);
-            if let object::SegmentFlags::Elf { p_flags } = segment.flags()
-                && p_flags & object::elf::PF_X != 0
-            {
+            if prot & EXEC != 0 {
                 exec = (exec.0.min(address), exec.1.max(address + size));
             }
+            protections.push((address, size, prot));
             let (offset, _) = segment.file_range();
             if offset == 0 {
                 phdr = address;
@@ -140,11 +153,25 @@ impl Machine {
             }
             _ => return Err("not a 64-bit ELF".into()),
         };
+        for (i, &(address, size, prot)) in protections.iter().enumerate() {
+            let sharing = |page: u64| {
+                protections
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, &(a, s, _))| {
+                        j != i && a / PAGE <= page && page < (a + s).div_ceil(PAGE)
+                    })
+                    .fold(0, |p, (_, &(_, _, q))| p | q)
+            };
+            for page in address / PAGE..(address + size).div_ceil(PAGE) {
+                memory.protect(page * PAGE, PAGE, prot | sharing(page));
+            }
+        }
         if exec.0 < exec.1 {
             memory.exec = exec;
         }
         let brk = align(end, PAGE);
-        memory.map(STACK_TOP - STACK_SIZE, STACK_SIZE);
+        memory.map(STACK_TOP - STACK_SIZE, STACK_SIZE, READ | WRITE);
         let mut machine = Machine {
             now: 0,
             cpu: Cpu::default(),
@@ -459,7 +486,7 @@ impl Machine {
                 // brk
                 if a0 > self.brk && a0 < self.brk + (1 << 30) {
                     let start = self.brk;
-                    self.memory.map(start, a0 - start);
+                    self.memory.map(start, a0 - start, READ | WRITE);
                     self.brk = a0;
                 }
                 self.brk as i64
@@ -473,7 +500,8 @@ impl Machine {
                 } else {
                     let at = self.mmap_next;
                     self.mmap_next += len + PAGE;
-                    self.memory.map(at, len);
+                    self.memory
+                        .map(at, len, x[12] as u8 & (READ | WRITE | EXEC));
                     at as i64
                 }
             }
@@ -481,7 +509,17 @@ impl Machine {
                 self.memory.unmap(a0, align(a1, PAGE));
                 0
             }
-            226 => 0, // mprotect
+            226 => {
+                // mprotect
+                let prot = a2 as u8 & (READ | WRITE | EXEC);
+                if a0 % PAGE != 0 {
+                    EINVAL
+                } else if self.memory.protect(a0, align(a1, PAGE), prot) {
+                    0
+                } else {
+                    ENOMEM
+                }
+            }
             233 => {
                 // madvise: MADV_DONTNEED reads back zeroes
                 if a2 == 4 {

@@ -26,8 +26,7 @@
 //! region, taken branches and jumps are edges, and the instruction budget
 //! makes a spinning program a timeout that replays identically.
 //!
-//! Not yet: memory permissions, unwinding (a crash is placed at its pc
-//! only), files.
+//! Not yet: unwinding (a crash is placed at its pc only), files.
 
 pub mod cpu;
 pub mod decode;
