@@ -90,6 +90,29 @@ fn crashes_and_aborts_are_signals() {
         matches!(run(&program, &["x", "y"]).1, Exit::Signal { signal: 6, .. }),
         "abort is SIGABRT"
     );
+    // Named by the program's frame that called abort (unwound through
+    // glibc), and a store to page 0 by its own line.
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let location = |args: &[&str]| {
+        let mut argv = vec!["crash".to_string()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let mut exec = Emulator::open(&program, &argv, 10_000_000).unwrap();
+        match exec.execute(&[]) {
+            End::Crash(dst_kernel::Outcome::Crash { location, .. }) => location.unwrap(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let abort = location(&["x", "y"]);
+    assert!(
+        abort.starts_with("main at ") && abort.ends_with("crash.c:2"),
+        "{abort}"
+    );
+    let store = location(&["x"]);
+    assert!(
+        store.starts_with("main at ") && store.ends_with("crash.c:3"),
+        "{store}"
+    );
 }
 
 #[test]

@@ -98,7 +98,12 @@ fn find_and_replay(dir: &Path, program: &str, runs: &str) -> String {
     );
     let shown = text(&replay);
     assert_eq!(replay.status.code(), Some(1), "{shown}");
-    assert!(shown.contains("outcome: SIGABRT"), "{shown}");
+    // Placed where the program aborts, past glibc's frames (unwound).
+    assert!(shown.contains("outcome: SIGABRT at main at "), "{shown}");
+    assert!(
+        shown.contains("stack: __pthread_kill_implementation"),
+        "{shown}"
+    );
     assert!(shown.contains("replayed 3 times: identical"), "{shown}");
     shown
 }

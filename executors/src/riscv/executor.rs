@@ -42,6 +42,7 @@ pub struct Emulator {
     edges: Box<[UnsafeCell<u8>]>,
     backstop: Duration,
     symbols: Option<Symbolizer>,
+    unwinder: Option<super::unwind::Unwinder>,
 }
 
 impl Emulator {
@@ -74,6 +75,7 @@ impl Emulator {
             edges: (0..EDGES).map(|_| UnsafeCell::new(0)).collect(),
             backstop: Duration::from_secs(10),
             symbols: None,
+            unwinder: super::unwind::Unwinder::of(&file),
         })
     }
 
@@ -122,6 +124,42 @@ impl Emulator {
         }
     }
 
+    /// Where a crash at `pc` (of the running thread) happened: the
+    /// innermost frame of its stack with a source line (the program's own
+    /// code; the C library's has none), else the pc's own place; and the
+    /// whole stack, innermost first.
+    fn crash_place(&mut self, pc: u64) -> (String, String) {
+        let pcs = match &self.unwinder {
+            Some(unwinder) => unwinder.stack(&self.machine.memory, pc, &self.machine.cpu.x),
+            None => vec![pc],
+        };
+        let frames: Vec<Frame> = pcs
+            .iter()
+            .enumerate()
+            .map(|(i, &pc)| match &mut self.symbols {
+                Some(symbols) => symbols.frame(pc, i > 0),
+                None => Frame {
+                    pc,
+                    ..Frame::default()
+                },
+            })
+            .collect();
+        let stack = frames
+            .iter()
+            .map(|f| f.function.clone().unwrap_or_else(|| format!("{:#x}", f.pc)))
+            .collect::<Vec<_>>()
+            .join(" <- ");
+        let place = match frames.iter().find(|f| f.location().is_some()) {
+            Some(frame) => format!(
+                "{} at {}",
+                frame.function.as_deref().unwrap_or("?"),
+                frame.location().unwrap_or_default()
+            ),
+            None => self.place(pc),
+        };
+        (place, stack)
+    }
+
     /// The end of a run that exited with `exit`.
     fn end(&mut self, exit: Exit) -> End {
         match exit {
@@ -138,10 +176,12 @@ impl Emulator {
                 pc,
                 address,
             } => {
-                let place = self.place(pc);
+                let (place, stack) = self.crash_place(pc);
                 End::crash(
                     signal_name(signal),
-                    format!("signal {signal} in {place} (pc {pc:#x}, address {address:#x})"),
+                    format!(
+                        "signal {signal} in {place} (pc {pc:#x}, address {address:#x}); stack: {stack}"
+                    ),
                     Some(place),
                 )
             }

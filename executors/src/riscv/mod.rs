@@ -16,8 +16,9 @@
 //! `main`, and the system calls a static glibc program makes, answered
 //! deterministically), [`threads`] (`clone`, `futex`, and the scheduler:
 //! which thread runs and when the running one is preempted are decisions)
-//! and [`guest`] (dst.h's calls, which `sdk-c/guest/dst_riscv.c` makes as
-//! `ecall`s of dst's own numbers).
+//! [`guest`] (dst.h's calls, which `sdk-c/guest/dst_riscv.c` makes as
+//! `ecall`s of dst's own numbers) and [`unwind`] (a crash's stack, from
+//! the ELF's `.eh_frame`, to place it in the program's own code).
 //!
 //! [`executor`] puts it behind the one executor trait: the machine at
 //! `main` (or at `dst_setup_complete`) is the snapshot (pages shared until
@@ -26,7 +27,7 @@
 //! region, taken branches and jumps are edges, and the instruction budget
 //! makes a spinning program a timeout that replays identically.
 //!
-//! Not yet: unwinding (a crash is placed at its pc only), files.
+//! Not yet: files, signal handlers.
 
 pub mod cpu;
 pub mod decode;
@@ -34,3 +35,4 @@ pub mod executor;
 pub mod guest;
 pub mod machine;
 pub mod threads;
+pub mod unwind;
