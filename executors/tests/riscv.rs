@@ -394,6 +394,8 @@ fn protected_memory_faults_where_linux_would_and_the_place_is_named() {
            if (!strcmp(argv[1], \"guard\")) { char *p = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n\
              p[0] = 1; mprotect(p, 4096, PROT_NONE); return p[1]; }\n\
            if (!strcmp(argv[1], \"exec\")) { unsigned code[1] = {0x00008067}; return ((int (*)(void))code)(); }\n\
+           if (!strcmp(argv[1], \"atomic\")) { static long words[2]; char *p = (char *)words + 1;\n\
+             return (int)__atomic_fetch_add((long *)p, 1, __ATOMIC_SEQ_CST); }\n\
            return 1; }\n",
         &["-static"],
     ) else {
@@ -407,6 +409,11 @@ fn protected_memory_faults_where_linux_would_and_the_place_is_named() {
             "{case}: {exit:?}"
         );
     }
+    let (_, exit) = run(&program, &["atomic"]);
+    assert!(
+        matches!(exit, Exit::Signal { signal: 7, address, .. } if address % 8 == 1),
+        "a misaligned atomic is SIGBUS: {exit:?}"
+    );
     let mut exec = Emulator::open(
         &program,
         &["protect".to_string(), "literal".to_string()],

@@ -23,6 +23,12 @@ pub enum Stop {
     Illegal {
         word: u32,
     },
+    /// An atomic access (lr, sc, amo) not aligned to its width: Linux
+    /// sends SIGBUS (plain loads and stores may be misaligned: the kernel
+    /// emulates them where the hardware does not).
+    Misaligned {
+        address: u64,
+    },
 }
 
 /// Sparse guest memory in 4 KiB pages, shared until written: a copy of
@@ -550,6 +556,12 @@ impl Cpu {
                     self.set_csr(i.imm as u32, new);
                 }
                 self.set(i.rd, old);
+            }
+            Lr | Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
+            | AmoMaxu
+                if a % i.imm as u64 != 0 =>
+            {
+                return Err(Stop::Misaligned { address: a });
             }
             Lr => {
                 let width = i.imm as usize;

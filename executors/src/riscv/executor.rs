@@ -333,6 +333,7 @@ fn signal_name(signal: i32) -> &'static str {
         4 => "SIGILL",
         5 => "SIGTRAP",
         6 => "SIGABRT",
+        7 => "SIGBUS",
         11 => "SIGSEGV",
         _ => "signal",
     }

@@ -366,6 +366,13 @@ impl Machine {
                         address,
                     });
                 }
+                Err(Stop::Misaligned { address }) => {
+                    return Some(Exit::Signal {
+                        signal: 7,
+                        pc: self.cpu.pc,
+                        address,
+                    });
+                }
                 Err(Stop::Illegal { .. }) => {
                     return Some(Exit::Signal {
                         signal: 4,
