@@ -36,6 +36,10 @@ pub enum Stop {
 /// page it touches, so restoring a snapshot costs the pages, not their
 /// bytes.
 ///
+/// A mapping's pages exist only once written: until then they are in
+/// `lazy` ranges and read as zeroes, so an 8 MiB thread stack costs one
+/// range, not 2048 pages, in every run that creates the thread.
+///
 /// Writes into the executable segments' range (`exec`) are noted in
 /// `code_written`, so that decoded instructions ([`Icache`]) are dropped.
 #[derive(Debug, Default, Clone)]
@@ -43,6 +47,10 @@ pub struct Memory {
     /// By page number; hashed with ahash (fixed keys), not SipHash: a
     /// lookup is on the path of every instruction fetch, load and store.
     pages: HashMap<u64, Page, FixedState>,
+    /// Mapped page ranges not (all) materialized yet: a page here that is
+    /// not in `pages` is zero with the range's protection; one in `pages`
+    /// is that page.
+    lazy: Vec<Lazy>,
     /// The program's executable segments: `start..end`.
     pub exec: (u64, u64),
     /// Something was written into `exec` since the flag was cleared.
@@ -94,17 +102,34 @@ impl Icache {
     }
 }
 
-/// The zeroed page every fresh mapping shares until it is written (a
-/// thread's 8 MiB stack costs its page table entries, not 8 MiB).
+/// The zeroed page that fresh pages share until they are written.
 fn zero_page() -> Arc<[u8; PAGE as usize]> {
     static ZERO: std::sync::OnceLock<Arc<[u8; PAGE as usize]>> = std::sync::OnceLock::new();
     ZERO.get_or_init(|| Arc::new([0; PAGE as usize])).clone()
+}
+
+/// What a lazy page reads as.
+fn zero_bytes() -> &'static [u8; PAGE as usize] {
+    static ZERO: [u8; PAGE as usize] = [0; PAGE as usize];
+    &ZERO
 }
 
 /// Page protection bits, as Linux's `PROT_*`.
 pub const READ: u8 = 1;
 pub const WRITE: u8 = 2;
 pub const EXEC: u8 = 4;
+
+/// Pages `first..last` mapped with protection `prot`, not materialized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lazy {
+    first: u64,
+    last: u64,
+    prot: u8,
+}
+
+/// Ranges up to this many pages are walked page by page; longer ones
+/// through the materialized pages.
+const WALK: u64 = 64;
 
 /// One mapped page: its bytes (shared until written) and protection.
 #[derive(Debug, Clone)]
@@ -117,70 +142,158 @@ impl Memory {
     /// Maps zeroed pages covering `start..start + len` with protection
     /// `prot` (already mapped pages keep their bytes and get `prot`).
     pub fn map(&mut self, start: u64, len: u64, prot: u8) {
-        let first = start / PAGE;
-        let last = (start + len).div_ceil(PAGE);
-        for page in first..last {
-            self.pages
-                .entry(page)
-                .or_insert_with(|| Page {
-                    data: zero_page(),
-                    prot,
-                })
-                .prot = prot;
+        let (first, last) = (start / PAGE, (start + len).div_ceil(PAGE));
+        self.carve(first, last);
+        self.materialized(first, last, |page| page.prot = prot);
+        match self.lazy.last_mut() {
+            // brk grows the heap a little at a time: one range.
+            Some(r) if r.last == first && r.prot == prot => r.last = last,
+            _ => self.lazy.push(Lazy { first, last, prot }),
         }
-        self.code_written = true; // what may run changed: drop decodes
+        self.code_changed(start, len);
+    }
+
+    /// Removes `first..last` from the lazy ranges (splitting them).
+    fn carve(&mut self, first: u64, last: u64) {
+        if !self.lazy.iter().any(|r| r.first < last && first < r.last) {
+            return;
+        }
+        let mut kept = Vec::with_capacity(self.lazy.len() + 1);
+        for r in self.lazy.drain(..) {
+            if r.last <= first || last <= r.first {
+                kept.push(r);
+                continue;
+            }
+            if r.first < first {
+                kept.push(Lazy { last: first, ..r });
+            }
+            if last < r.last {
+                kept.push(Lazy { first: last, ..r });
+            }
+        }
+        self.lazy = kept;
+    }
+
+    /// Calls `f` on each materialized page of `first..last`.
+    fn materialized(&mut self, first: u64, last: u64, mut f: impl FnMut(&mut Page)) {
+        if last - first <= WALK {
+            for number in first..last {
+                if let Some(page) = self.pages.get_mut(&number) {
+                    f(page);
+                }
+            }
+        } else {
+            for (_, page) in self
+                .pages
+                .iter_mut()
+                .filter(|(n, _)| (first..last).contains(*n))
+            {
+                f(page);
+            }
+        }
+    }
+
+    /// The lazy range holding page `number`.
+    fn lazy_at(&self, number: u64) -> Option<&Lazy> {
+        self.lazy
+            .iter()
+            .find(|r| (r.first..r.last).contains(&number))
     }
 
     /// Sets the protection of `start..start + len`; `false` when a page
     /// of it is not mapped (`mprotect`'s ENOMEM; the mapped ones change).
+    /// Ranges longer than `WALK` pages are checked at their ends only.
     pub fn protect(&mut self, start: u64, len: u64, prot: u8) -> bool {
-        let mut all = true;
-        for page in start / PAGE..(start + len).div_ceil(PAGE) {
-            match self.pages.get_mut(&page) {
-                Some(p) => p.prot = prot,
-                None => all = false,
-            }
+        let (first, last) = (start / PAGE, (start + len).div_ceil(PAGE));
+        let mapped = |m: &Memory, n: u64| m.pages.contains_key(&n) || m.lazy_at(n).is_some();
+        let all = if last - first <= WALK {
+            (first..last).all(|n| mapped(self, n))
+        } else {
+            mapped(self, first) && mapped(self, last - 1)
+        };
+        self.materialized(first, last, |page| page.prot = prot);
+        let parts: Vec<Lazy> = self
+            .lazy
+            .iter()
+            .filter(|r| r.first < last && first < r.last)
+            .map(|r| Lazy {
+                first: r.first.max(first),
+                last: r.last.min(last),
+                prot,
+            })
+            .collect();
+        if !parts.is_empty() {
+            self.carve(first, last);
+            self.lazy.extend(parts);
         }
-        self.code_written = true;
+        self.code_changed(start, len);
         all
     }
 
     /// Zeroes the mapped pages of `start..start + len` (`MADV_DONTNEED`).
     pub fn zero(&mut self, start: u64, len: u64) {
-        for page in start / PAGE..(start + len).div_ceil(PAGE) {
-            if let Some(contents) = self.pages.get_mut(&page) {
-                contents.data = zero_page();
+        let (first, last) = (start / PAGE, (start + len).div_ceil(PAGE));
+        self.materialized(first, last, |page| page.data = zero_page());
+        self.code_changed(start, len);
+    }
+
+    pub fn unmap(&mut self, start: u64, len: u64) {
+        let (first, last) = (start / PAGE, (start + len).div_ceil(PAGE));
+        self.carve(first, last);
+        if last - first <= WALK {
+            for number in first..last {
+                self.pages.remove(&number);
             }
+        } else {
+            self.pages.retain(|n, _| !(first..last).contains(n));
         }
+        self.code_changed(start, len);
+    }
+
+    /// What may run at `start..start + len` changed: decodes of the
+    /// executable segments (the only ones cached) are dropped if it
+    /// touches them.
+    fn code_changed(&mut self, start: u64, len: u64) {
         if self.touches_code(start, len as usize) {
             self.code_written = true;
         }
     }
 
-    pub fn unmap(&mut self, start: u64, len: u64) {
-        for page in start / PAGE..(start + len).div_ceil(PAGE) {
-            self.pages.remove(&page);
-        }
-        self.code_written = true;
-    }
-
     pub fn is_mapped(&self, address: u64) -> bool {
-        self.pages.contains_key(&(address / PAGE))
+        let number = address / PAGE;
+        self.pages.contains_key(&number) || self.lazy_at(number).is_some()
     }
 
     /// The page holding `address` when it allows `access`.
     #[inline]
     fn page(&self, address: u64, access: u8) -> Result<&[u8; PAGE as usize], u64> {
-        match self.pages.get(&(address / PAGE)) {
+        let number = address / PAGE;
+        match self.pages.get(&number) {
             Some(page) if page.prot & access == access => Ok(&page.data),
-            _ => Err(address),
+            Some(_) => Err(address),
+            None => match self.lazy_at(number) {
+                Some(r) if r.prot & access == access => Ok(zero_bytes()),
+                _ => Err(address),
+            },
         }
     }
 
     /// The page holding `address`, writable and this memory's own.
     #[inline]
     fn page_mut(&mut self, address: u64) -> Result<&mut [u8; PAGE as usize], u64> {
-        match self.pages.get_mut(&(address / PAGE)) {
+        let number = address / PAGE;
+        if !self.pages.contains_key(&number) {
+            // First write to a lazy page: it becomes a page of its own.
+            let prot = self.lazy_at(number).ok_or(address)?.prot;
+            self.pages.insert(
+                number,
+                Page {
+                    data: zero_page(),
+                    prot,
+                },
+            );
+        }
+        match self.pages.get_mut(&number) {
             Some(page) if page.prot & WRITE != 0 => Ok(Arc::make_mut(&mut page.data)),
             _ => Err(address),
         }

@@ -108,7 +108,6 @@ impl Machine {
         let mut exec = (u64::MAX, 0);
         let mut end = 0;
         let mut phdr = 0;
-        // Pages shared by two segments get both protections.
         let mut protections: Vec<(u64, u64, u8)> = Vec::new();
         for segment in file.segments() {
             let (address, size) = (segment.address(), segment.size());
@@ -153,18 +152,17 @@ impl Machine {
             }
             _ => return Err("not a 64-bit ELF".into()),
         };
-        for (i, &(address, size, prot)) in protections.iter().enumerate() {
-            let sharing = |page: u64| {
-                protections
+        for &(address, size, prot) in &protections {
+            memory.protect(address, size, prot);
+        }
+        // A page at the edge of two segments gets both protections.
+        for &(address, size, _) in &protections {
+            for page in [address / PAGE, (address + size).div_ceil(PAGE) - 1] {
+                let union = protections
                     .iter()
-                    .enumerate()
-                    .filter(|&(j, &(a, s, _))| {
-                        j != i && a / PAGE <= page && page < (a + s).div_ceil(PAGE)
-                    })
-                    .fold(0, |p, (_, &(_, _, q))| p | q)
-            };
-            for page in address / PAGE..(address + size).div_ceil(PAGE) {
-                memory.protect(page * PAGE, PAGE, prot | sharing(page));
+                    .filter(|&&(a, s, _)| a / PAGE <= page && page < (a + s).div_ceil(PAGE))
+                    .fold(0, |p, &(_, _, q)| p | q);
+                memory.protect(page * PAGE, PAGE, union);
             }
         }
         if exec.0 < exec.1 {
