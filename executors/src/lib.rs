@@ -21,7 +21,9 @@
 pub mod edges;
 pub mod elf;
 pub mod fork;
+pub mod guest;
 pub mod inprocess;
+pub mod kvm;
 pub mod process;
 pub mod riscv;
 pub mod symbolize;

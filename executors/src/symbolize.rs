@@ -114,6 +114,24 @@ fn open(path: &Path) -> Option<File> {
 }
 
 impl Symbolizer {
+    /// For a static program that runs at its link addresses (a guest of
+    /// the emulator or of the KVM executor): its segments are its modules.
+    pub fn for_static(path: &Path, file: &object::File<'_>) -> Symbolizer {
+        let modules = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                Module {
+                    start: s.address(),
+                    end: s.address() + size,
+                    offset,
+                    path: path.to_path_buf(),
+                }
+            })
+            .collect();
+        Symbolizer::new(modules)
+    }
+
     pub fn new(modules: Vec<Module>) -> Symbolizer {
         Symbolizer {
             modules,

@@ -24,7 +24,7 @@ use dst_kernel::executor::region_map;
 use dst_kernel::{Coverage, End, Executor, Map};
 
 use super::machine::{Exit, Machine, syscall_name};
-use crate::symbolize::{Frame, Module, Symbolizer};
+use crate::symbolize::{Frame, Symbolizer};
 
 /// Instructions a run may execute unless told.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
@@ -85,20 +85,7 @@ impl Emulator {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
         let mut emulator = Emulator::new(&bytes, args, budget)?;
         let file = object::File::parse(&*bytes).map_err(|e| format!("not an ELF file: {e}"))?;
-        use object::{Object, ObjectSegment};
-        let modules = file
-            .segments()
-            .map(|s| {
-                let (offset, size) = s.file_range();
-                Module {
-                    start: s.address(),
-                    end: s.address() + size,
-                    offset,
-                    path: path.to_path_buf(),
-                }
-            })
-            .collect();
-        emulator.symbols = Some(Symbolizer::new(modules));
+        emulator.symbols = Some(Symbolizer::for_static(path, &file));
         Ok(emulator)
     }
 

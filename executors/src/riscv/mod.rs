@@ -16,8 +16,8 @@
 //! `main`, and the system calls a static glibc program makes, answered
 //! deterministically), [`threads`] (`clone`, `futex`, and the scheduler:
 //! which thread runs and when the running one is preempted are decisions)
-//! [`guest`] (dst.h's calls, which `sdk-c/guest/dst_riscv.c` makes as
-//! `ecall`s of dst's own numbers) and [`unwind`] (a crash's stack, from
+//! `crate::guest` (dst.h's calls, which `sdk-c/guest/dst_riscv.c` makes
+//! as `ecall`s of dst's own numbers) and [`unwind`] (a crash's stack, from
 //! the ELF's `.eh_frame`, to place it in the program's own code).
 //!
 //! [`executor`] puts it behind the one executor trait: the machine at
@@ -32,7 +32,6 @@
 pub mod cpu;
 pub mod decode;
 pub mod executor;
-pub mod guest;
 pub mod machine;
 pub mod threads;
 pub mod unwind;

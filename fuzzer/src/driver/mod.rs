@@ -13,6 +13,7 @@ pub mod build;
 pub mod cc;
 pub mod cmd;
 pub mod init;
+pub mod kvm;
 pub mod riscv;
 pub mod wasm;
 
@@ -27,6 +28,7 @@ use crate::exit;
 use build::FuzzCrate;
 use cmd::CmdArgs;
 use dst_executors::Executor as _;
+use kvm::KvmArgs;
 use riscv::RiscvArgs;
 use wasm::WasmArgs;
 
@@ -95,6 +97,8 @@ pub enum Cmd {
         wasm: WasmArgs,
         #[command(flatten)]
         riscv: RiscvArgs,
+        #[command(flatten)]
+        kvm: KvmArgs,
     },
     /// Reproduce and explain a run: `replay NAME FILE`, or
     /// `replay FILE --cmd -- ./service ARGS`.
@@ -110,6 +114,8 @@ pub enum Cmd {
         wasm: WasmArgs,
         #[command(flatten)]
         riscv: RiscvArgs,
+        #[command(flatten)]
+        kvm: KvmArgs,
     },
     /// Shrink a failing input: `minimize NAME FILE`, or
     /// `minimize FILE --cmd -- ./service ARGS`.
@@ -125,6 +131,8 @@ pub enum Cmd {
         wasm: WasmArgs,
         #[command(flatten)]
         riscv: RiscvArgs,
+        #[command(flatten)]
+        kvm: KvmArgs,
     },
     /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
     Report {
@@ -137,6 +145,8 @@ pub enum Cmd {
         wasm: WasmArgs,
         #[command(flatten)]
         riscv: RiscvArgs,
+        #[command(flatten)]
+        kvm: KvmArgs,
     },
     /// Check a history of any system for linearizability: Jepsen logs (as
     /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
@@ -160,14 +170,18 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Build a C or C++ program for a level: `cc --riscv -o prog prog.c
-    /// [more.c ...] [compiler flags]` makes a static riscv64 Linux program
-    /// for the emulator, with dst.h and its guest runtime (dst.h's calls
-    /// reach the emulator as ecalls).
+    /// Build a C program for a level: `cc --riscv -o prog prog.c [more.c
+    /// ...] [compiler flags]` makes a static riscv64 Linux program for the
+    /// emulator; `cc --kvm -o guest.elf prog.c` a freestanding x86-64
+    /// guest for the KVM executor. Each with dst.h and its guest runtime
+    /// (dst.h's calls reach the executor as ecalls or hypercalls).
     Cc {
-        /// Build for the emulator (the only level so far).
-        #[arg(long)]
+        /// Build for the emulator.
+        #[arg(long, conflicts_with = "kvm")]
         riscv: bool,
+        /// Build for the KVM executor.
+        #[arg(long)]
+        kvm: bool,
         /// The program to write.
         #[arg(short = 'o', value_name = "PROGRAM")]
         output: PathBuf,
@@ -208,10 +222,15 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             cmd,
             wasm,
             riscv,
+            kvm,
         } => {
             if wasm.wasm.is_some() {
                 let name = name.unwrap_or_else(|| wasm.name());
                 return wasm::run(&fuzz, &name, &wasm, &cmd.command, &args);
+            }
+            if kvm.kvm.is_some() {
+                let name = name.unwrap_or_else(|| kvm.name());
+                return kvm::run(&fuzz, &name, &kvm, &args);
             }
             if riscv.riscv.is_some() {
                 let name = name.unwrap_or_else(|| riscv.name());
@@ -234,10 +253,12 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             cmd,
             wasm,
             riscv,
+            kvm,
         } => {
-            let alone = cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some();
+            let alone =
+                cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some() || kvm.kvm.is_some();
             let (name, file) = name_and_file(&args, alone, "replay")?;
-            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, replay.timeout())? {
+            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, &kvm, replay.timeout())? {
                 let input = crate::store::read_input(&file).map_err(store_failure)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
                     .map_err(store_failure);
@@ -253,10 +274,12 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             cmd,
             wasm,
             riscv,
+            kvm,
         } => {
-            let alone = cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some();
+            let alone =
+                cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some() || kvm.kvm.is_some();
             let (name, file) = name_and_file(&args, alone, "minimize")?;
-            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, minimize.timeout())? {
+            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, &kvm, minimize.timeout())? {
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
                     .map_err(store_failure);
             }
@@ -271,9 +294,15 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             cmd,
             wasm,
             riscv,
+            kvm,
         } => {
             if let Some(exec) = riscv.executor(&cmd.command)? {
                 let name = name.unwrap_or_else(|| riscv.name());
+                return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
+                    .map_err(store_failure);
+            }
+            if let Some(exec) = kvm.executor(std::time::Duration::from_secs(1))? {
+                let name = name.unwrap_or_else(|| kvm.name());
                 return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
                     .map_err(store_failure);
             }
@@ -306,9 +335,17 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         } => lincheck(model, &file, format, timeout, json),
         Cmd::Cc {
             riscv,
+            kvm,
             output,
             args,
-        } => cc::cc(riscv, &output, &args),
+        } => {
+            let level = match (riscv, kvm) {
+                (true, _) => Some(cc::Level::Riscv),
+                (_, true) => Some(cc::Level::Kvm),
+                _ => None,
+            };
+            cc::cc(level, &output, &args)
+        }
         Cmd::Catalog { name, json } if wasm::is_module(Path::new(&name)) => {
             let module = WasmArgs {
                 wasm: Some(PathBuf::from(&name)),
@@ -387,6 +424,20 @@ fn explore_here<E: dst_executors::Executor + 'static>(
     target: &str,
     args: &crate::args::CampaignArgs,
 ) -> Result<i32, Failure> {
+    let catalog = exec.catalog().to_vec();
+    explore_with(fuzz, name, move || Ok(exec), &catalog, target, args)
+}
+
+/// [`explore_here`] with an executor that each client makes (`make` runs
+/// in the client, after the fork).
+fn explore_with<E: dst_executors::Executor + 'static>(
+    fuzz: &FuzzCrate,
+    name: &str,
+    make: impl FnOnce() -> Result<E, crate::store::StoreError>,
+    catalog: &[dst::catalog::SiteInfo],
+    target: &str,
+    args: &crate::args::CampaignArgs,
+) -> Result<i32, Failure> {
     let mut options = args.options(
         name,
         fuzz.corpus(name),
@@ -396,13 +447,11 @@ fn explore_here<E: dst_executors::Executor + 'static>(
     options.reproduce = Some(serde_json::json!({
         "explain": format!("cargo dst-fuzz replay {{input}} {target}"),
     }));
-    let catalog = exec.catalog().to_vec();
     let output = crate::cli::Output {
         json: args.json,
         quiet: args.quiet,
     };
-    let make = move || Ok::<_, crate::store::StoreError>(exec);
-    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(store_failure)
+    crate::cli::campaign(make, catalog, &options, args.jobs, output).map_err(store_failure)
 }
 
 /// The executor this driver runs itself, for a target named by `--wasm` or
@@ -411,8 +460,12 @@ fn direct(
     cmd: &CmdArgs,
     wasm: &WasmArgs,
     riscv: &RiscvArgs,
+    kvm: &KvmArgs,
     timeout: std::time::Duration,
 ) -> Result<Option<Box<dyn dst_executors::Executor>>, Failure> {
+    if let Some(exec) = kvm.executor(timeout)? {
+        return Ok(Some(Box::new(exec)));
+    }
     if let Some(exec) = wasm.executor(&cmd.command)? {
         return Ok(Some(Box::new(exec)));
     }

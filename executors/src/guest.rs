@@ -1,6 +1,9 @@
-//! dst.h inside a guest: `sdk-c/guest/dst_riscv.c` turns each of dst.h's
-//! functions into an `ecall` numbered [`DST_ECALL`] + n, and this answers
-//! them on the run's region as libdst does natively: the same decisions
+//! dst.h inside a guest, at any level whose guest cannot reach the SDK
+//! itself (the emulator's, the KVM executor's): the guest runtime
+//! (`sdk-c/guest/dst_riscv.c`, an `ecall` numbered `DST_ECALL` + n;
+//! `sdk-c/guest/dst_kvm.c`, a port I/O hypercall) turns each of dst.h's
+//! functions into call n with up to six arguments, and [`call`] answers it
+//! on the run's region as libdst does natively: the same decisions
 //! (kind, site id, width, value function) at the same call sites, and
 //! assertions counted at the catalog index of their `dst_catalog` record,
 //! found by the record's address (the catalog comes from the ELF, read
@@ -16,18 +19,14 @@ use dst::decision::{FAULT_THRESHOLD, Kind, Value, below_width};
 use dst::runtime::{SiteText, decide_for};
 use object::{Object, ObjectSection};
 
-use super::machine::Machine;
-
-/// The first of dst's own `ecall` numbers ("DST\0"); Linux's are below 1024.
-pub const DST_ECALL: u64 = 0x4453_5400;
-/// dst's calls: DST_ECALL + one of these (`dst_riscv.c` has the same list).
+/// dst's calls (the guest runtimes have the same list).
 const RANDOM_U64: u64 = 0;
 const RANDOM_BELOW: u64 = 1;
 const RANDOM_BOOL: u64 = 2;
 const FAULT: u64 = 3;
 const ASSERT: u64 = 4;
 const EVENT: u64 = 5;
-pub(super) const SETUP_COMPLETE: u64 = 6;
+pub const SETUP_COMPLETE: u64 = 6;
 /// How many there are.
 pub const DST_CALLS: u64 = 7;
 
@@ -73,12 +72,19 @@ impl Sites {
     }
 }
 
+/// A guest's memory, as the calls read it.
+pub trait GuestMemory {
+    /// The NUL-terminated string at `address` (at most `max` bytes), if
+    /// the guest can read it.
+    fn c_string(&self, address: u64, max: usize) -> Option<Vec<u8>>;
+}
+
 /// Text up to 4 KiB at guest `address` (lossy), `None` at 0 or unmapped.
-fn text(machine: &Machine, address: u64) -> Option<String> {
+fn text(memory: &impl GuestMemory, address: u64) -> Option<String> {
     if address == 0 {
         return None;
     }
-    let bytes = machine.memory.c_string(address, 4096).ok()?;
+    let bytes = memory.c_string(address, 4096)?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -94,15 +100,20 @@ fn details(text: Option<String>) -> Option<String> {
     }
 }
 
-impl Machine {
-    /// dst call `n` (arguments in a0..a5); its result for a0. `Err` for a
-    /// call this emulator does not know (a newer guest runtime).
-    pub(super) fn dst_call(&mut self, n: u64) -> Result<i64, &'static str> {
-        let x = self.cpu.x;
-        let (a0, a1, a2, a3, a4, a5) = (x[10], x[11], x[12], x[13], x[14], x[15]);
+/// dst call `n` with `args` on the attached region, the guest's memory
+/// and assertion sites; its result. `Err` for a call this executor does
+/// not know (a newer guest runtime).
+pub fn call(
+    n: u64,
+    args: [u64; 6],
+    memory: &impl GuestMemory,
+    sites: &Sites,
+) -> Result<i64, &'static str> {
+    {
+        let [a0, a1, a2, a3, a4, a5] = args;
         // A decision at `file:line` (file at a1, line at a2), as libdst's
         // `foreign_site` makes it.
-        let decide = |m: &Machine, kind: Kind, bytes: &mut [u8], value: Value| -> u64 {
+        let decide = |m: &_, kind: Kind, bytes: &mut [u8], value: Value| -> u64 {
             let file = text(m, a1);
             let line = a2 as u32;
             let (file, id) = match &file {
@@ -119,18 +130,18 @@ impl Machine {
             decide_for(kind, site, bytes, value)
         };
         Ok(match n {
-            RANDOM_U64 => decide(self, Kind::U64, &mut [0; 8], Value::Be) as i64,
+            RANDOM_U64 => decide(memory, Kind::U64, &mut [0; 8], Value::Be) as i64,
             RANDOM_BELOW => {
                 let width = below_width(a0);
                 if width == 0 {
                     return Ok(0);
                 }
-                decide(self, Kind::Below, &mut [0; 8][..width], Value::Mod(a0)) as i64
+                decide(memory, Kind::Below, &mut [0; 8][..width], Value::Mod(a0)) as i64
             }
-            RANDOM_BOOL => decide(self, Kind::Bool, &mut [0], Value::Bit) as i64,
+            RANDOM_BOOL => decide(memory, Kind::Bool, &mut [0], Value::Bit) as i64,
             FAULT => {
-                let name = text(self, a0).unwrap_or_else(|| "unnamed fault".into());
-                let file = text(self, a1).unwrap_or_default();
+                let name = text(memory, a0).unwrap_or_else(|| "unnamed fault".into());
+                let file = text(memory, a1).unwrap_or_default();
                 let site = SiteText {
                     id: catalog::site_hash(&name, 0, 0),
                     file: &file,
@@ -141,7 +152,7 @@ impl Machine {
                 decide_for(Kind::Fault, site, &mut [0], Value::AtLeast(FAULT_THRESHOLD)) as i64
             }
             ASSERT => {
-                let Some(&(index, kind)) = self.sites.by_address.get(&a0) else {
+                let Some(&(index, kind)) = sites.by_address.get(&a0) else {
                     return Ok(0); // not a record of this ELF's catalog
                 };
                 let condition = a1 != 0;
@@ -152,7 +163,7 @@ impl Machine {
                     f64::NAN
                 };
                 if dst::runtime::evaluate_for(index, kind, condition, score) {
-                    let details = details(text(self, a2)).or_else(|| {
+                    let details = details(text(memory, a2)).or_else(|| {
                         (a3 != 0).then(|| {
                             serde_json::json!({ "left": left, "right": right }).to_string()
                         })
@@ -164,18 +175,18 @@ impl Machine {
             EVENT | SETUP_COMPLETE => {
                 if dst::runtime::events_wanted() {
                     let name = if n == EVENT {
-                        text(self, a0).unwrap_or_else(|| "event".into())
+                        text(memory, a0).unwrap_or_else(|| "event".into())
                     } else {
                         "setup_complete".into()
                     };
                     let at = if n == EVENT { a1 } else { a0 };
-                    dst::runtime::event(&name, details(text(self, at)));
+                    dst::runtime::event(&name, details(text(memory, at)));
                 }
                 0
             }
             _ => {
                 debug_assert!(n >= DST_CALLS);
-                return Err("this dst call (a newer guest runtime than the emulator)");
+                return Err("this dst call (a newer guest runtime than the executor)");
             }
         })
     }

@@ -1,0 +1,174 @@
+//! The KVM virtual machine on hand-assembled guest code: a hypercall, a
+//! page fault at address 0 with its rip, and a reset that runs it again.
+//! Skips, saying so, where /dev/kvm is missing or a VM cannot be made.
+
+use dst_executors::kvm::vm::{Exit, PROGRAM_BASE, Vm};
+
+fn vm() -> Option<Vm> {
+    match Vm::new(8 << 20) {
+        Ok(vm) => Some(vm),
+        Err(e) => {
+            eprintln!("skipped: no KVM here ({})", e.0);
+            None
+        }
+    }
+}
+
+#[test]
+fn a_hypercall_then_a_null_dereference() {
+    let Some(mut vm) = vm() else {
+        return;
+    };
+    let code: &[u8] = &[
+        0xB8, 0x07, 0x00, 0x00, 0x00, // mov eax, 7
+        0xBF, 0x2A, 0x00, 0x00, 0x00, // mov edi, 42
+        0xE6, 0xE1, // out 0xE1, al
+        0x48, 0x8B, 0x04, 0x25, 0x00, 0x00, 0x00, 0x00, // mov rax, [0]
+    ];
+    let at = PROGRAM_BASE as usize;
+    vm.memory_mut()[at..at + code.len()].copy_from_slice(code);
+    let stack = (vm.size() - 0x1000) as u64;
+    for _ in 0..3 {
+        vm.reset_cpu(PROGRAM_BASE, stack).unwrap();
+        eprintln!("rflags {:#x}", vm.vcpu.get_regs().unwrap().rflags);
+        let first = vm.run();
+        assert!(matches!(first, Exit::Hypercall([7, 42, ..])), "{first:?}");
+        let rip = vm.vcpu.get_regs().unwrap().rip;
+        eprintln!(
+            "rip after the out: {rip:#x} (out at {:#x})",
+            PROGRAM_BASE + 10
+        );
+        let second = vm.run();
+        assert_eq!(
+            second,
+            Exit::Exception {
+                vector: 14,
+                error: 4, // a user-mode read of a page not present
+                rip: PROGRAM_BASE + 12,
+                cr2: 0
+            }
+        );
+    }
+}
+
+/// Builds `source` as a KVM guest with the runtime (as `cc --kvm` does).
+fn guest(name: &str, source: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("dst-kvm-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).unwrap();
+    let flags = [
+        "-O1",
+        "-g",
+        "-ffreestanding",
+        "-fno-pic",
+        "-no-pie",
+        "-fno-stack-protector",
+        "-fcf-protection=none",
+        "-ffunction-sections",
+    ];
+    let include = root.join("sdk-c/include");
+    let rt = dir.join("rt.o");
+    let status = std::process::Command::new("cc")
+        .args(flags)
+        .arg("-I")
+        .arg(&include)
+        .arg("-c")
+        .arg(root.join("sdk-c/guest/dst_kvm.c"))
+        .arg("-o")
+        .arg(&rt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.join(format!("{name}.elf"));
+    let status = std::process::Command::new("cc")
+        .args(flags)
+        .args([
+            "-fsanitize-coverage=trace-pc",
+            "-nostdlib",
+            "-static",
+            "-Wl,--gc-sections",
+            "-T",
+        ])
+        .arg(root.join("sdk-c/guest/kvm.ld"))
+        .arg("-I")
+        .arg(&include)
+        .arg(&c)
+        .arg(&rt)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out
+}
+
+/// An input whose first decision byte is `byte` (after the 8-byte tail
+/// seed, here 0).
+fn explicit(byte: u8) -> Vec<u8> {
+    let mut input = vec![0; 8];
+    input.push(byte);
+    input
+}
+
+#[test]
+fn a_guest_decides_asserts_and_faults_through_the_executor() {
+    use dst_executors::kvm::executor::Kvm;
+    use dst_executors::{End, Executor};
+    if vm().is_none() {
+        return;
+    }
+    let program = guest(
+        "table",
+        "#include \"dst.h\"\n\
+         static int table[16];\n\
+         int main(void) {\n\
+           int n = (int)dst_random_below(16);\n\
+           table[n] = 1;\n\
+           DST_SOMETIMES(n == 3, \"three\", 0);\n\
+           DST_ALWAYS(n != 9, \"never nine\", 0);\n\
+           if (n == 12) { volatile int *p = 0; return *p; }\n\
+           return table[n] - 1; }\n",
+    );
+    let mut exec = Kvm::open(&program, std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(exec.execute(&[]), End::Ok, "the nominal run");
+    assert!(
+        exec.exits >= 3,
+        "a decision and two assertions: {}",
+        exec.exits
+    );
+    let messages: Vec<&str> = exec.catalog().iter().map(|s| s.message.as_str()).collect();
+    assert!(messages.contains(&"never nine"), "{messages:?}");
+    let End::Crash(dst_kernel::Outcome::Crash {
+        cause,
+        message,
+        location,
+    }) = exec.execute(&explicit(12))
+    else {
+        panic!("12 dereferences null")
+    };
+    assert_eq!(cause, "page fault");
+    assert!(message.contains("at address 0x0 (read"), "{message}");
+    assert!(location.unwrap().contains("table.c:8"), "{message}");
+    assert_eq!(
+        exec.execute(&explicit(9)),
+        End::Ok,
+        "a property failure is not a crash"
+    );
+    let failed = exec
+        .region()
+        .header()
+        .first_failure
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_ne!(failed, 0, "never nine failed");
+    for _ in 0..3 {
+        assert_eq!(
+            exec.execute(&[]),
+            End::Ok,
+            "each run starts from the snapshot"
+        );
+    }
+    let edges = exec.coverage().edges.to_vec();
+    assert!(edges.iter().any(|&c| c > 0), "edges counted");
+}
