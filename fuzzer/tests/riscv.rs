@@ -6,31 +6,12 @@
 //! program is one line and exit 4.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn driver(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
-        .arg("--fuzz-dir")
-        .arg(dir)
-        .args(args)
-        .env("DST_NO_AFFINITY", "1")
-        .output()
-        .expect("run cargo-dst-fuzz")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
+use common::{driver, root, text};
 
 /// A fresh directory with examples/riscv/NAME.c built into it (static,
 /// with `flags`); `None` (saying so) without the cross compiler.
@@ -156,31 +137,10 @@ fn a_lost_update_on_plain_memory_is_found_by_preemption_and_replayed() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Decisions, their sites' text, the stream consumed and the outcome, as
-/// two levels must agree on them.
-fn comparable(record: &dst_kernel::RunRecord) -> impl PartialEq + std::fmt::Debug + use<> {
-    let sites: Vec<(String, u32, Option<String>)> = record
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            dst::region::Event::DecisionSite {
-                file, line, name, ..
-            } => Some((file.clone(), *line, name.clone())),
-            _ => None,
-        })
-        .collect();
-    (
-        record.decisions.clone(),
-        sites,
-        record.consumed,
-        record.outcome.signature(),
-    )
-}
-
 #[test]
 fn a_dst_h_program_decides_and_fails_alike_natively_and_on_the_emulator() {
+    use dst_executors::Process;
     use dst_executors::riscv::executor::Emulator;
-    use dst_executors::{Executor, Process};
     let dir = std::env::temp_dir().join(format!("dst-riscv-ledger-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -201,84 +161,14 @@ fn a_dst_h_program_decides_and_fails_alike_natively_and_on_the_emulator() {
         return;
     }
     assert_eq!(cc.status.code(), Some(0), "cc --riscv: {}", text(&cc));
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "dst-c"])
-        .current_dir(root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "libdst builds");
-    let lib = Path::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
     let native = dir.join("ledger-native");
-    let status = Command::new("cc")
-        .args(["-g", "-O1", "-I"])
-        .arg(root().join("sdk-c/include"))
-        .arg(&source)
-        .arg("-o")
-        .arg(&native)
-        .arg("-L")
-        .arg(&lib)
-        .arg("-ldst")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .status()
-        .unwrap();
-    assert!(status.success(), "the native build");
-
+    common::native_with_libdst(&source, &native);
     let mut process = Process::new(&native, &[], std::time::Duration::from_secs(10)).unwrap();
     let mut emulator = Emulator::open(&guest, &["ledger".to_string()], 10_000_000).unwrap();
-    let messages = |catalog: &[dst::catalog::SiteInfo]| {
-        catalog
-            .iter()
-            .filter(|s| {
-                !dst::catalog::is_builtin(&s.message) && s.kind != dst::catalog::Kind::Fault
-            })
-            .map(|s| s.message.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-    };
-    assert_eq!(messages(process.catalog()), messages(emulator.catalog()));
-    assert_eq!(
-        messages(emulator.catalog()).len(),
-        2,
-        "{:?}",
-        emulator.catalog()
-    );
-    let mut failures = 0;
-    for seed in 0u64..200 {
-        // A fixed generator: the same inputs on every machine.
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let input: Vec<u8> = (0..16)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect();
-        let there = dst_kernel::finding::traced_run(&mut process, &input);
-        let here = dst_kernel::finding::traced_run(&mut emulator, &input);
-        assert!(
-            there.decisions.len() >= 4,
-            "seed {seed}: amounts and faults decided"
-        );
-        assert_eq!(
-            comparable(&there),
-            comparable(&here),
-            "seed {seed}: the native and the riscv run differ"
-        );
-        if let Some(signature) = here.outcome.signature() {
-            assert_eq!(
-                signature.to_string(),
-                "property \"the balance never goes negative\" failed",
-                "seed {seed}"
-            );
-            failures += 1;
-        }
-    }
-    assert!(
-        failures > 0,
-        "some seeds overdraw the account, at both levels"
+    common::same_decisions_and_ends(
+        &mut process,
+        &mut emulator,
+        "property \"the balance never goes negative\" failed",
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,129 @@
+//! What the guest-level tests share: running the driver, a C program with
+//! dst.h built natively against libdst (for the process executor), and the
+//! check that two executors take the same decisions and end alike, input
+//! by input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dst_executors::Executor;
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `cargo dst-fuzz --fuzz-dir DIR ARGS...`.
+pub fn driver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .arg("--fuzz-dir")
+        .arg(dir)
+        .args(args)
+        .env("DST_NO_AFFINITY", "1")
+        .output()
+        .expect("run cargo-dst-fuzz")
+}
+
+/// Standard output, then standard error.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// `source` built natively against libdst (built first) into `out`.
+pub fn native_with_libdst(source: &Path, out: &Path) {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dst-c"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "libdst builds");
+    let lib = Path::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let status = Command::new("cc")
+        .args(["-g", "-O1", "-I"])
+        .arg(root().join("sdk-c/include"))
+        .arg(source)
+        .arg("-o")
+        .arg(out)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-ldst")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .status()
+        .unwrap();
+    assert!(status.success(), "the native build of {}", source.display());
+}
+
+/// Decisions, their sites' text, the stream consumed and the outcome, as
+/// two levels must agree on them.
+fn comparable(record: &dst_kernel::RunRecord) -> impl PartialEq + std::fmt::Debug + use<> {
+    let sites: Vec<(String, u32, Option<String>)> = record
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            dst::region::Event::DecisionSite {
+                file, line, name, ..
+            } => Some((file.clone(), *line, name.clone())),
+            _ => None,
+        })
+        .collect();
+    (
+        record.decisions.clone(),
+        sites,
+        record.consumed,
+        record.outcome.signature(),
+    )
+}
+
+/// The properties of a catalog (not the SDK's own, not faults), by message.
+fn messages(catalog: &[dst::catalog::SiteInfo]) -> std::collections::BTreeSet<String> {
+    catalog
+        .iter()
+        .filter(|s| !dst::catalog::is_builtin(&s.message) && s.kind != dst::catalog::Kind::Fault)
+        .map(|s| s.message.clone())
+        .collect()
+}
+
+/// Runs 200 fixed pseudo-random inputs through `native` and `guest`:
+/// the catalogs list the same properties, every run takes the same
+/// decisions and ends alike, and some fail with `failure` (a signature's
+/// text) at both levels.
+pub fn same_decisions_and_ends(native: &mut dyn Executor, guest: &mut dyn Executor, failure: &str) {
+    assert_eq!(messages(native.catalog()), messages(guest.catalog()));
+    assert!(
+        !messages(guest.catalog()).is_empty(),
+        "{:?}",
+        guest.catalog()
+    );
+    let mut failures = 0;
+    for seed in 0u64..200 {
+        // A fixed generator: the same inputs on every machine.
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let input: Vec<u8> = (0..24)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let there = dst_kernel::finding::traced_run(native, &input);
+        let here = dst_kernel::finding::traced_run(guest, &input);
+        assert!(!there.decisions.is_empty(), "seed {seed}: decisions taken");
+        assert_eq!(
+            comparable(&there),
+            comparable(&here),
+            "seed {seed}: the native run and the guest's differ"
+        );
+        if let Some(signature) = here.outcome.signature() {
+            assert_eq!(signature.to_string(), failure, "seed {seed}");
+            failures += 1;
+        }
+    }
+    assert!(failures > 0, "some inputs fail, at both levels");
+}
