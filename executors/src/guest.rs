@@ -27,8 +27,12 @@ const FAULT: u64 = 3;
 const ASSERT: u64 = 4;
 const EVENT: u64 = 5;
 pub const SETUP_COMPLETE: u64 = 6;
+/// The report of an assertion's first failure whose evaluation the guest
+/// counted itself in a region in its memory (the KVM runtime): catalog
+/// index, condition, details, then as for ASSERT.
+const REPORT: u64 = 7;
 /// How many there are.
-pub const DST_CALLS: u64 = 7;
+pub const DST_CALLS: u64 = 8;
 
 /// The guest's assertion sites by the address of their record: (catalog
 /// index, kind).
@@ -170,6 +174,15 @@ pub fn call(
                     });
                     dst::runtime::report_for(index, condition, details);
                 }
+                0
+            }
+            REPORT => {
+                let (left, right) = (f64::from_bits(a4), f64::from_bits(a5));
+                let details = details(text(memory, a2)).or_else(|| {
+                    (a3 != 0)
+                        .then(|| serde_json::json!({ "left": left, "right": right }).to_string())
+                });
+                dst::runtime::report_for(a0 as usize, a1 != 0, details);
                 0
             }
             EVENT | SETUP_COMPLETE => {

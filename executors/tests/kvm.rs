@@ -133,11 +133,14 @@ fn a_guest_decides_asserts_and_faults_through_the_executor() {
     );
     let mut exec = Kvm::open(&program, std::time::Duration::from_secs(5)).unwrap();
     assert_eq!(exec.execute(&[]), End::Ok, "the nominal run");
-    assert!(
-        exec.exits >= 3,
-        "a decision and two assertions: {}",
-        exec.exits
+    // The region is in guest memory: assertions and decisions whose bytes
+    // the input holds take no exit; the end of the run is one.
+    assert_eq!(
+        exec.exits, 2,
+        "a decision past the input's bytes, and the end"
     );
+    assert_eq!(exec.execute(&explicit(5)), End::Ok);
+    assert_eq!(exec.exits, 1, "only the end of the run");
     let messages: Vec<&str> = exec.catalog().iter().map(|s| s.message.as_str()).collect();
     assert!(messages.contains(&"never nine"), "{messages:?}");
     let End::Crash(dst_kernel::Outcome::Crash {
@@ -171,4 +174,85 @@ fn a_guest_decides_asserts_and_faults_through_the_executor() {
     }
     let edges = exec.coverage().edges.to_vec();
     assert!(edges.iter().any(|&c| c > 0), "edges counted");
+}
+
+#[test]
+fn the_guest_writes_the_region_as_the_sdk_does() {
+    use dst_executors::kvm::executor::Kvm;
+    use dst_executors::{End, Executor};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    if vm().is_none() {
+        return;
+    }
+    // Every kind of decision and assertion the runtime takes itself.
+    let program = guest(
+        "kinds",
+        "#include \"dst.h\"\n\
+         int main(void) {\n\
+           unsigned long total = 0;\n\
+           for (int i = 0; i < 6; i++) {\n\
+             unsigned long n = dst_random_below(1000);\n\
+             if (dst_random_bool()) total += n;\n\
+             if (dst_fault(\"drop\")) total ^= dst_random_u64() % 5000;\n\
+             DST_SOMETIMES_GT(total, 2500, \"the total passes 2500\", 0);\n\
+             DST_ALWAYS_LT(total, 4000, \"the total stays under 4000\", 0);\n\
+             DST_REACHABLE(\"a round\", 0);\n\
+           }\n\
+           return 0; }\n",
+    );
+    let mut exec = Kvm::open(&program, std::time::Duration::from_secs(5)).unwrap();
+    let sites = |exec: &Kvm| -> Vec<(u64, u64, u32, u64)> {
+        let view = exec.region();
+        let load = |a: &AtomicU64| a.load(Relaxed);
+        (0..exec.catalog().len())
+            .map(|i| {
+                let s = view.site(i).unwrap();
+                let flags = s.flags.load(Relaxed);
+                (
+                    load(&s.evaluations),
+                    load(&s.true_count),
+                    flags,
+                    load(&s.guidance),
+                )
+            })
+            .collect()
+    };
+    let (mut failures, mut tails) = (0, 0);
+    for seed in 0u64..300 {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let len = 8 + (seed as usize % 40);
+        let input: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        // Plain: the guest writes the region itself.
+        let end = exec.execute(&input);
+        let plain = dst_kernel::RunRecord::read(exec.region(), end.clone(), exec.catalog());
+        let (plain_sites, plain_exits) = (sites(&exec), exec.exits);
+        // Traced: every call goes to the host's SDK.
+        let traced = dst_kernel::finding::traced_run(&mut exec, &input);
+        assert_eq!(plain.decisions, traced.decisions, "seed {seed}: decisions");
+        assert_eq!(
+            plain.consumed, traced.consumed,
+            "seed {seed}: bytes consumed"
+        );
+        assert_eq!(
+            plain.trace_hash, traced.trace_hash,
+            "seed {seed}: trace hash"
+        );
+        assert_eq!(plain.outcome, traced.outcome, "seed {seed}: outcome");
+        assert_eq!(plain_sites, sites(&exec), "seed {seed}: assertion state");
+        if end != End::Ok || plain.outcome.signature().is_some() {
+            failures += 1;
+        }
+        if plain_exits > 2 {
+            tails += 1;
+        }
+    }
+    assert!(failures > 0, "some inputs break the always");
+    assert!(tails > 0, "some inputs run past their explicit bytes");
 }

@@ -6,6 +6,16 @@
  * answers on the run's region exactly as libdst does natively (r9 is a
  * sixth argument).
  *
+ * The region is in guest memory (at DST_REGION, laid out as everywhere
+ * else: `dst::region`), so the common case needs no exit: a decision whose
+ * bytes are explicit in the input is taken here (the record, the cursor,
+ * the decision coverage and the trace hash written as the SDK writes
+ * them), and an assertion is counted here; only what needs the host is a
+ * hypercall: a decision past the explicit bytes (the tail is a ChaCha8
+ * stream the SDK owns), any decision or assertion of a run that is being
+ * explained or recorded (its flags are set: site texts, events), and the
+ * report of an assertion's first failure (its details).
+ *
  * The run: _start runs the constructors, tells the executor it is at
  * main (the snapshot every run starts from), calls main, and main's
  * return ends the run with its status (0 passes). `cargo dst-fuzz cc
@@ -25,9 +35,188 @@ enum {
     DST_CALL_ASSERT = 4,
     DST_CALL_EVENT = 5,
     DST_CALL_SETUP_COMPLETE = 6,
+    DST_CALL_REPORT = 7,
     DST_CALL_AT_MAIN = 100,
     DST_CALL_EXIT = 101,
 };
+
+/* The region (`dst::region`): header, then sections at its offsets. */
+struct dst__header {
+    uint64_t magic;
+    uint32_t version, header_size;
+    uint64_t total_size, input_offset, input_capacity, coverage_offset, coverage_size,
+        sites_offset, sites_capacity, decisions_offset, decisions_capacity, events_offset,
+        events_capacity;
+    uint64_t run_id, input_len, flags, cursor, decisions, trace_hash, events_len,
+        first_failure, status;
+};
+struct dst__site_state {
+    uint32_t flags, reserved;
+    uint64_t evaluations, true_count, guidance;
+};
+struct dst__decision {
+    uint64_t offset, value;
+    uint32_t site;
+    uint16_t width;
+    uint8_t kind, reserved;
+};
+#define DST_REGION ((volatile struct dst__header *)0x1000000)
+#define DST_SEED_BYTES 8
+#define DST_SITE_HIT 1u
+#define DST_SITE_TRUE 2u
+#define DST_SITE_FALSE 4u
+#define DST_STATUS_SITES_OVERFLOW 1u
+#define DST_BUILTIN_SITES 3 /* the SDK's own properties come first */
+#define DST_FAULT_THRESHOLD 0xF0
+enum { DST_U64 = 1, DST_BELOW = 2, DST_BOOL = 3, DST_FAULT = 6 };
+
+static uint8_t *dst__at(uint64_t offset) { return (uint8_t *)DST_REGION + offset; }
+
+/* Whether this run is plain (not explained, not recorded): then the
+ * runtime writes the region itself. */
+static int dst__plain(void) { return DST_REGION->flags == 0; }
+
+static uint32_t dst__fnv32(uint32_t h, const void *bytes, size_t n) {
+    const uint8_t *b = bytes;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x01000193u;
+    return h;
+}
+
+static size_t dst__strlen(const char *s) {
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
+/* `dst::catalog::site_hash(file, line, 0)`. */
+static uint32_t dst__site_hash(const char *file, uint32_t line) {
+    uint32_t column = 0;
+    uint32_t h = dst__fnv32(0x811C9DC5u, file, dst__strlen(file));
+    h = dst__fnv32(h, &line, 4);
+    return dst__fnv32(h, &column, 4);
+}
+
+/* Takes `width` explicit bytes of the input as one decision of `kind` at
+ * `site`, if the input has them; writes its value to *value. */
+static int dst__decide(uint8_t kind, uint32_t site, unsigned width, uint64_t modulus,
+                       uint64_t *value) {
+    volatile struct dst__header *r = DST_REGION;
+    uint64_t len = r->input_len, cursor = r->cursor;
+    if (!dst__plain() || len < DST_SEED_BYTES || cursor + width > len - DST_SEED_BYTES) return 0;
+    const uint8_t *bytes = dst__at(r->input_offset) + DST_SEED_BYTES + cursor;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < width; i++) v = v << 8 | bytes[i];
+    switch (kind) {
+    case DST_BELOW: v %= modulus; break;
+    case DST_BOOL: v = bytes[0] & 1; break;
+    case DST_FAULT: v = bytes[0] >= DST_FAULT_THRESHOLD; break;
+    default: break;
+    }
+    r->cursor = cursor + width;
+    uint64_t index = r->decisions;
+    if (index < r->decisions_capacity) {
+        struct dst__decision *d = (struct dst__decision *)dst__at(r->decisions_offset) + index;
+        d->offset = cursor;
+        d->value = v;
+        d->site = site;
+        d->width = (uint16_t)width;
+        d->kind = kind;
+        d->reserved = 0;
+    }
+    r->decisions = index + 1;
+    /* Decision coverage (`RegionRef::count_decision`). */
+    uint64_t size = r->coverage_size;
+    if (size) {
+        uint64_t bucket = v < 16 ? v : 16 + (64 - (uint64_t)__builtin_clzll(v));
+        uint64_t window = size < 4096 ? size : 4096;
+        if (window >= 4) window -= window / 4;
+        uint64_t slot = ((uint64_t)site ^ ((bucket * 0x9E3779B97F4A7C15ull) >> 32)) % window;
+        uint8_t *counter = dst__at(r->coverage_offset) + slot;
+        *counter = (uint8_t)(*counter + 1);
+    }
+    /* The trace hash (`region::trace_hash_step`). */
+    uint64_t h = r->trace_hash;
+    uint64_t words[2] = {(uint64_t)kind << 32 | site, v};
+    for (int i = 0; i < 2; i++) {
+        h = (h ^ words[i]) * 0x100000001B3ull;
+        h ^= h >> 29;
+    }
+    r->trace_hash = h;
+    *value = v;
+    return 1;
+}
+
+/* Bytes a below(n) decision consumes (`decision::below_width`). */
+static unsigned dst__below_width(uint64_t n) {
+    return n <= 1 ? 0 : (unsigned)((64 - __builtin_clzll(n - 1) + 7) / 8);
+}
+
+/* The site id of a call site, cached in *slot as libdst caches it. */
+static uint32_t dst__call_site(const char *file, uint32_t line, uint32_t *slot) {
+    if (!file) return 0;
+    if (slot && *slot) return *slot;
+    uint32_t id = dst__site_hash(file, line);
+    if (slot) *slot = id;
+    return id;
+}
+
+extern const char __start_dst_catalog[] __attribute__((weak));
+
+/* The catalog index of the record at `site` (the SDK's own sites first,
+ * then the section's records in order), cached in *slot as index + 1. */
+static uint64_t dst__index(const struct dst_site *site, uint32_t *slot) {
+    if (*slot) return *slot - 1;
+    uint64_t index = DST_BUILTIN_SITES;
+    const char *at = __start_dst_catalog;
+    while (at < (const char *)site) {
+        const struct dst_site *record = (const struct dst_site *)at;
+        if (record->magic == 0) {
+            at += 8;
+            continue;
+        }
+        index++;
+        at += (record->size + 7) / 8 * 8;
+    }
+    *slot = (uint32_t)(index + 1);
+    return index;
+}
+
+static int dst__fails_on(uint16_t kind, bool condition) {
+    switch (kind) {
+    case DST_KIND_ALWAYS: case DST_KIND_ALWAYS_OR_UNREACHABLE: case DST_KIND_ALWAYS_GT:
+    case DST_KIND_ALWAYS_GE: case DST_KIND_ALWAYS_LT: case DST_KIND_ALWAYS_LE:
+        return !condition;
+    case DST_KIND_UNREACHABLE: return 1;
+    default: return 0;
+    }
+}
+
+/* One evaluation (`runtime::evaluate`): counts, guidance, first failure.
+ * Returns whether the host must report it (its first failure of this run). */
+static int dst__evaluate(uint64_t index, uint16_t kind, bool condition, double score,
+                         int has_score) {
+    volatile struct dst__header *r = DST_REGION;
+    if (index >= r->sites_capacity) {
+        r->status |= DST_STATUS_SITES_OVERFLOW;
+        return 0;
+    }
+    struct dst__site_state *state = (struct dst__site_state *)dst__at(r->sites_offset) + index;
+    state->evaluations++;
+    uint32_t polarity = DST_SITE_FALSE;
+    if (condition) {
+        state->true_count++;
+        polarity = DST_SITE_TRUE;
+    }
+    uint32_t previous = state->flags;
+    state->flags = previous | DST_SITE_HIT | polarity;
+    if (has_score) {
+        union { double d; uint64_t u; } best = {.u = state->guidance}, now = {.d = score};
+        if (score < best.d) state->guidance = now.u;
+    }
+    int failed = dst__fails_on(kind, condition);
+    if (failed && r->first_failure == 0) r->first_failure = index + 1;
+    return failed && !(previous & polarity);
+}
 
 static long dst__hc(long n, long a, long b, long c, long d, long e) {
     register long r8 __asm__("r8") = e;
@@ -108,13 +297,38 @@ void dst_register_catalog(const void *start, const void *stop) {
 
 void dst_assert_site(const struct dst_site *site, uint32_t *slot, bool condition,
                      const char *details_json) {
-    (void)slot;
+    if (dst__plain()) {
+        uint64_t index = dst__index(site, slot);
+        if (!dst__evaluate(index, site->kind, condition, 0, 0)) return;
+        /* A first failure: the host reports it, with its details. */
+        dst__hc(DST_CALL_REPORT, (long)index, condition, (long)details_json, 0, 0);
+        return;
+    }
     dst__hc(DST_CALL_ASSERT, (long)site, condition, (long)details_json, 0, 0);
 }
 
 void dst_assert_cmp_site(const struct dst_site *site, uint32_t *slot, bool condition,
                          double left, double right, const char *details_json) {
-    (void)slot;
+    if (dst__plain()) {
+        uint64_t index = dst__index(site, slot);
+        double distance = left - right;
+        uint16_t k = site->kind;
+        double score = (k == DST_KIND_SOMETIMES_GT || k == DST_KIND_SOMETIMES_GE ||
+                        k == DST_KIND_ALWAYS_LT || k == DST_KIND_ALWAYS_LE)
+                           ? -distance
+                           : distance;
+        if (!dst__evaluate(index, k, condition, score, 1)) return;
+        register long r8 __asm__("r8") = dst__bits(left);
+        register long r9 __asm__("r9") = dst__bits(right);
+        long result;
+        __asm__ volatile("outb %%al, $0xE1"
+                         : "=a"(result)
+                         : "a"((long)DST_CALL_REPORT), "D"((long)index), "S"((long)condition),
+                           "d"((long)details_json), "c"(1L), "r"(r8), "r"(r9)
+                         : "memory");
+        (void)result;
+        return;
+    }
     /* The sixth argument (right's bits) goes in r9. */
     register long r8 __asm__("r8") = dst__bits(left);
     register long r9 __asm__("r9") = dst__bits(right);
@@ -128,21 +342,28 @@ void dst_assert_cmp_site(const struct dst_site *site, uint32_t *slot, bool condi
 }
 
 uint64_t dst_random_u64_at(const char *file, uint32_t line, uint32_t *slot) {
-    (void)slot;
+    uint64_t v;
+    if (dst__decide(DST_U64, dst__call_site(file, line, slot), 8, 0, &v)) return v;
     return (uint64_t)dst__hc(DST_CALL_RANDOM_U64, 0, (long)file, line, 0, 0);
 }
 
 uint64_t dst_random_below_at(uint64_t n, const char *file, uint32_t line, uint32_t *slot) {
-    (void)slot;
+    uint64_t v;
+    unsigned width = dst__below_width(n);
+    if (width == 0) return 0;
+    if (dst__decide(DST_BELOW, dst__call_site(file, line, slot), width, n, &v)) return v;
     return (uint64_t)dst__hc(DST_CALL_RANDOM_BELOW, (long)n, (long)file, line, 0, 0);
 }
 
 bool dst_random_bool_at(const char *file, uint32_t line, uint32_t *slot) {
-    (void)slot;
+    uint64_t v;
+    if (dst__decide(DST_BOOL, dst__call_site(file, line, slot), 1, 0, &v)) return v != 0;
     return dst__hc(DST_CALL_RANDOM_BOOL, 0, (long)file, line, 0, 0) != 0;
 }
 
 bool dst_fault_at(const char *name, const char *file, uint32_t line) {
+    uint64_t v;
+    if (name && dst__decide(DST_FAULT, dst__site_hash(name, 0), 1, 0, &v)) return v != 0;
     return dst__hc(DST_CALL_FAULT, (long)name, (long)file, line, 0, 0) != 0;
 }
 

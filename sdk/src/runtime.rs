@@ -565,6 +565,13 @@ pub(crate) fn decide(
         inner.stream = Some(Stream::new(decision::tail_seed(region.input())));
     }
     let stream = inner.stream.as_mut().expect("set above");
+    // A guest that takes decisions itself from the region's explicit bytes
+    // (the KVM executor's runtime) advances the region's cursor, not this
+    // stream's: catch up. Natively the two are always equal.
+    let ahead = header.cursor.load(Ordering::Acquire);
+    if ahead > stream.cursor && ahead <= decision::explicit(region.input()).len() as u64 {
+        stream.cursor = ahead;
+    }
     let offset = stream.cursor;
     stream.read(region.input(), bytes);
     debug_assert_eq!(

@@ -43,7 +43,13 @@ use crate::guest::{GuestMemory, SETUP_COMPLETE, Sites};
 use crate::symbolize::Symbolizer;
 
 /// Guest memory.
-const MEMORY: usize = 16 << 20;
+const MEMORY: usize = 32 << 20;
+/// Where the region is in guest memory (the guest runtime's `DST_REGION`):
+/// past the program space, below the stack.
+pub const REGION_AT: u64 = 16 << 20;
+/// Bytes of the header that describe the layout (everything before the
+/// per-run fields), restored after a run that wrote over them.
+const LAYOUT_BYTES: usize = std::mem::offset_of!(dst::region::Header, run_id);
 /// The stack, at the top of guest memory.
 const STACK: u64 = 256 << 10;
 /// Bytes of the runtime's edge map (`__dst_edges`).
@@ -65,11 +71,10 @@ pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
     }
     for segment in file.segments() {
         let (start, end) = (segment.address(), segment.address() + segment.size());
-        if start < PROGRAM_BASE || end > MEMORY as u64 - STACK {
+        if start < PROGRAM_BASE || end > REGION_AT {
             return Err(format!(
                 "a segment at {start:#x}..{end:#x} is outside the guest's program space \
-                 ({PROGRAM_BASE:#x}..{:#x})",
-                MEMORY as u64 - STACK
+                 ({PROGRAM_BASE:#x}..{REGION_AT:#x})"
             ));
         }
     }
@@ -93,6 +98,8 @@ pub struct Kvm {
     sites: Sites,
     edges_at: u64,
     edges: Box<[UnsafeCell<u8>]>,
+    /// The header's layout fields as written.
+    layout: Vec<u8>,
     timeout: Duration,
     watchdog: Watchdog,
     symbols: Symbolizer,
@@ -144,11 +151,31 @@ impl Kvm {
             writable = vec![(start, end - start)];
         }
         writable.push((MEMORY as u64 - STACK, STACK));
-        let region = Region::new(Layout {
+        // The region in guest memory, so that the guest takes decisions and
+        // records assertions without an exit: a fresh region's bytes copied
+        // to REGION_AT, then borrowed there.
+        let fresh = Region::new(Layout {
             sites_capacity: catalog.len(),
             coverage_size: crate::inprocess::DECISION_COVERAGE,
             ..Layout::default()
         });
+        let len = fresh.view().sections().total_size;
+        if REGION_AT as usize + len > MEMORY - STACK as usize {
+            return Err(format!(
+                "the guest's catalog is too large ({} sites)",
+                catalog.len()
+            ));
+        }
+        // SAFETY: the fresh region's memory is `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(fresh.view().base(), len) };
+        let at = REGION_AT as usize;
+        vm.memory_mut()[at..at + len].copy_from_slice(bytes);
+        let layout = bytes[..LAYOUT_BYTES].to_vec();
+        // SAFETY: guest memory stays mapped for the life of `vm`, which the
+        // returned executor owns with the region; the executor detaches the
+        // region before its fields drop, and a borrowed region frees nothing.
+        let region = unsafe { Region::borrowed(vm.memory_mut()[at..].as_mut_ptr(), len) }
+            .map_err(|e| format!("the region in guest memory: {e:?}"))?;
         vm.reset_cpu(file.entry(), MEMORY as u64 - 8)
             .map_err(|e| e.0)?;
         let byte: *mut u8 = &mut vm.vcpu.get_kvm_run().immediate_exit;
@@ -170,6 +197,7 @@ impl Kvm {
             sites,
             edges_at,
             edges: (0..EDGES).map(|_| UnsafeCell::new(0)).collect(),
+            layout,
             timeout,
             watchdog,
             symbols: Symbolizer::for_static(path, &file),
@@ -420,6 +448,17 @@ impl Executor for Kvm {
             }
         };
         let fired = self.watchdog.disarm();
+        // A run that wrote over the header is reported as such whatever
+        // else it did (as the process executor does): the same input does
+        // it again on replay.
+        let at = REGION_AT as usize;
+        let header = &mut self.vm.memory_mut()[at..at + LAYOUT_BYTES];
+        let end = if header != self.layout.as_slice() {
+            header.copy_from_slice(&self.layout);
+            End::crash("region", "the guest overwrote the region's header", None)
+        } else {
+            end
+        };
         debug_assert!(
             fired || end != End::Timeout,
             "only the watchdog interrupts a run"
