@@ -274,14 +274,15 @@ int memcmp(const void *a, const void *b, size_t n) {
     return 0;
 }
 
-extern int main(void);
+/* Called as main(0, NULL): a guest has no command line. */
+extern int main(int argc, char **argv);
 extern void (*__init_array_start[])(void);
 extern void (*__init_array_end[])(void);
 
 __attribute__((noreturn, section(".text.dst_start"))) void _start(void) {
     for (void (**f)(void) = __init_array_start; f < __init_array_end; f++) (*f)();
     dst__hc(DST_CALL_AT_MAIN, 0, 0, 0, 0, 0);
-    dst__hc(DST_CALL_EXIT, main(), 0, 0, 0, 0);
+    dst__hc(DST_CALL_EXIT, main(0, NULL), 0, 0, 0, 0);
     for (;;) __asm__ volatile("pause");
 }
 

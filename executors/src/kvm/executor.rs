@@ -24,7 +24,6 @@
 //! the alternative reset (copying the writable set is what the note
 //! measured fastest on kvm-pvm).
 
-use std::cell::UnsafeCell;
 use std::path::Path;
 use std::time::Duration;
 
@@ -64,10 +63,16 @@ pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
     if file.architecture() != object::Architecture::X86_64 {
         return Err(format!("not an x86-64 guest: {:?}", file.architecture()));
     }
-    if file.symbol_by_name("__dst_edges").is_none() {
+    let Some(edges) = file.symbol_by_name("__dst_edges") else {
         return Err(
             "not a dst KVM guest (no __dst_edges): build it with cargo dst-fuzz cc --kvm".into(),
         );
+    };
+    if edges.address() < PROGRAM_BASE || edges.address() + EDGES as u64 > REGION_AT {
+        return Err(format!(
+            "its edge map at {:#x} is outside the program",
+            edges.address()
+        ));
     }
     for segment in file.segments() {
         let (start, end) = (segment.address(), segment.address() + segment.size());
@@ -96,8 +101,12 @@ pub struct Kvm {
     flags: u64,
     catalog: Vec<SiteInfo>,
     sites: Sites,
+    /// Where the runtime's edge map is in guest memory (the executor's
+    /// edge map: the explorer reads it there).
     edges_at: u64,
-    edges: Box<[UnsafeCell<u8>]>,
+    /// The vCPU left CPL 3 (an exception): the next restore sets the
+    /// segments too.
+    left_user_mode: bool,
     /// The header's layout fields as written.
     layout: Vec<u8>,
     timeout: Duration,
@@ -196,7 +205,7 @@ impl Kvm {
             catalog,
             sites,
             edges_at,
-            edges: (0..EDGES).map(|_| UnsafeCell::new(0)).collect(),
+            left_user_mode: true,
             layout,
             timeout,
             watchdog,
@@ -230,6 +239,11 @@ impl Kvm {
         result
     }
 
+    /// Bytes a run's reset copies back (the writable set).
+    pub fn restored_bytes(&self) -> usize {
+        self.snapshot.ranges.iter().map(|(_, b)| b.len()).sum()
+    }
+
     fn take_snapshot(&mut self, writable: &[(u64, u64)]) -> Result<(), String> {
         let regs = self
             .vm
@@ -241,7 +255,7 @@ impl Kvm {
             .vcpu
             .get_fpu()
             .map_err(|e| format!("get_fpu: {e}"))?;
-        let ranges = writable
+        let mut ranges: Vec<(u64, Vec<u8>)> = writable
             .iter()
             .map(|&(at, len)| {
                 (
@@ -250,6 +264,15 @@ impl Kvm {
                 )
             })
             .collect();
+        // Every run starts with no edges counted (start-up code counted
+        // some).
+        for (at, bytes) in &mut ranges {
+            let start = self.edges_at.saturating_sub(*at) as usize;
+            if self.edges_at >= *at && start < bytes.len() {
+                let end = (start + EDGES).min(bytes.len());
+                bytes[start..end].fill(0);
+            }
+        }
         self.snapshot = Snapshot { regs, fpu, ranges };
         Ok(())
     }
@@ -261,7 +284,16 @@ impl Kvm {
         }
         let mut regs = self.snapshot.regs;
         regs.rax = 0;
-        self.vm.resume_user(&regs).map_err(|e| e.0)?;
+        if std::mem::take(&mut self.left_user_mode) {
+            self.vm.resume_user(&regs).map_err(|e| e.0)?;
+        } else {
+            // The last run ended at CPL 3 (a hypercall, a timeout): only
+            // the registers change.
+            self.vm
+                .vcpu
+                .set_regs(&regs)
+                .map_err(|e| format!("set_regs: {e}"))?;
+        }
         self.vm
             .vcpu
             .set_fpu(&self.snapshot.fpu)
@@ -324,13 +356,19 @@ impl Kvm {
                 error,
                 rip,
                 cr2,
-            } => Step::End(self.exception(vector, error, rip, cr2)),
+            } => {
+                self.left_user_mode = true;
+                Step::End(self.exception(vector, error, rip, cr2))
+            }
             Exit::Interrupted => Step::End(End::Timeout),
-            Exit::Stopped(why) => Step::End(End::crash(
-                "triple fault",
-                format!("the virtual machine stopped: {why}"),
-                None,
-            )),
+            Exit::Stopped(why) => {
+                self.left_user_mode = true;
+                Step::End(End::crash(
+                    "triple fault",
+                    format!("the virtual machine stopped: {why}"),
+                    None,
+                ))
+            }
         }
     }
 
@@ -463,13 +501,6 @@ impl Executor for Kvm {
             fired || end != End::Timeout,
             "only the watchdog interrupts a run"
         );
-        let at = self.edges_at as usize;
-        let map = &self.vm.memory()[at..at + EDGES];
-        for (cell, &count) in self.edges.iter().zip(map) {
-            // SAFETY: the cells are owned by `self` and written only here,
-            // between the explorer's reads.
-            unsafe { *cell.get() = count };
-        }
         end
     }
 
@@ -482,9 +513,12 @@ impl Executor for Kvm {
     }
 
     fn coverage(&mut self) -> Coverage<'_> {
-        // SAFETY: boxed cells owned by `self`, never resized; written only
-        // by runs.
-        let edges = unsafe { Map::from_raw_parts(UnsafeCell::raw_get(self.edges.as_ptr()), EDGES) };
+        let at = self.edges_at as usize;
+        let map = &mut self.vm.memory_mut()[at..at + EDGES];
+        // SAFETY: guest memory stays mapped at one address for the life of
+        // the VM, which `self` owns; the guest writes the map only inside
+        // runs.
+        let edges = unsafe { Map::from_raw_parts(map.as_mut_ptr(), EDGES) };
         Coverage {
             edges,
             decisions: region_map(&self.region),

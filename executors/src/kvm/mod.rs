@@ -4,6 +4,7 @@
 //! [`vm`] is the virtual machine: long mode, the guest at CPL 3, exception
 //! stubs at CPL 0, hypercalls and exceptions as port I/O exits.
 
+pub mod build;
 pub mod executor;
 pub mod vm;
 pub mod watchdog;

@@ -10,7 +10,8 @@
 //!   and friends, dst.h's functions as hypercalls) and trace-pc edge
 //!   coverage of the program's own code (not the runtime's).
 //!
-//! dst.h, the runtimes and the linker script are compiled into this tool,
+//! (The KVM build itself is `dst_executors::kvm::build`.) dst.h, the
+//! runtimes and the linker script are compiled into this tool,
 //! so an installed `cargo dst-fuzz` needs no source tree. Other arguments
 //! (`-O2`, `-DNAME`, more sources) go to the compiler as given. Unused
 //! runtime functions are dropped (`--gc-sections`), so an executor can
@@ -18,7 +19,7 @@
 //! `dst_setup_complete`. The program is written next to its final name and
 //! renamed into place, so a failed build leaves an older one intact.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,21 +28,6 @@ use crate::exit;
 
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RISCV_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_riscv.c");
-const KVM_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_kvm.c");
-const KVM_LINKER_SCRIPT: &str = include_str!("../../../sdk-c/guest/kvm.ld");
-
-/// Flags of every KVM guest object: no libc, no PIC, nothing that needs a
-/// runtime the guest lacks.
-const KVM_FLAGS: [&str; 8] = [
-    "-g",
-    "-O1",
-    "-ffreestanding",
-    "-fno-pic",
-    "-no-pie",
-    "-fno-stack-protector",
-    "-fcf-protection=none",
-    "-ffunction-sections",
-];
 
 /// The level a guest is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,36 +104,17 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
             }
         }
         Level::Kvm => {
-            std::fs::write(dir.join("dst_kvm.c"), KVM_RUNTIME).map_err(unwritable)?;
-            std::fs::write(dir.join("kvm.ld"), KVM_LINKER_SCRIPT).map_err(unwritable)?;
-            let runtime = dir.join("dst_kvm.o");
-            // The runtime without coverage: its coverage callback must not
-            // call itself.
-            let status = run(Command::new(&compiler)
-                .args(KVM_FLAGS)
-                .arg("-I")
-                .arg(dir)
-                .arg("-c")
-                .arg(dir.join("dst_kvm.c"))
-                .arg("-o")
-                .arg(&runtime))?;
-            if !status.success() {
-                return Err(failed("guest runtime build", status));
-            }
-            let status = run(Command::new(&compiler)
-                .args(KVM_FLAGS)
-                .args(["-fsanitize-coverage=trace-pc", "-nostdlib", "-static"])
-                .arg("-Wl,--gc-sections")
-                .arg(OsStr::new("-T"))
-                .arg(dir.join("kvm.ld"))
-                .arg("-I")
-                .arg(dir)
-                .args(args)
-                .arg(&runtime)
-                .arg("-o")
-                .arg(&partial))?;
-            if !status.success() {
-                return Err(failed("kvm build", status));
+            use dst_executors::kvm::build::{BuildError, build_guest};
+            match build_guest(&compiler, dir, args, &partial) {
+                Ok(()) => {}
+                Err(BuildError::Scratch(e)) => return Err(unwritable(e)),
+                Err(BuildError::Spawn(e)) => {
+                    return Err((
+                        exit::SETUP_FAILED,
+                        format!("cannot run {}: {e} ({install})", compiler.to_string_lossy()),
+                    ));
+                }
+                Err(BuildError::Failed(what, status)) => return Err(failed(what, status)),
             }
         }
     }

@@ -1,0 +1,91 @@
+//! Building a guest: the host's C compiler, freestanding x86-64 flags, the
+//! guest runtime (`sdk-c/guest/dst_kvm.c`, compiled without coverage: its
+//! coverage callback must not call itself) and linker script
+//! (`sdk-c/guest/kvm.ld`), `dst.h` on the include path, trace-pc edge
+//! coverage of the program's own code. The runtime's sources are compiled
+//! into this crate, so a build needs no source tree.
+//! `cargo dst-fuzz cc --kvm` and the benchmark build with it.
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+
+const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
+const RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_kvm.c");
+const LINKER_SCRIPT: &str = include_str!("../../../sdk-c/guest/kvm.ld");
+
+/// Flags of every guest object: no libc, no PIC, nothing that needs a
+/// runtime the guest lacks; unused functions dropped at link time, so the
+/// executor can tell from the symbol table whether the program calls
+/// `dst_setup_complete`.
+const FLAGS: [&str; 8] = [
+    "-g",
+    "-O1",
+    "-ffreestanding",
+    "-fno-pic",
+    "-no-pie",
+    "-fno-stack-protector",
+    "-fcf-protection=none",
+    "-ffunction-sections",
+];
+
+/// Why a build failed.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The scratch directory could not be written.
+    Scratch(std::io::Error),
+    /// The compiler could not be started.
+    Spawn(std::io::Error),
+    /// A compile or link step failed (what, its status).
+    Failed(&'static str, ExitStatus),
+}
+
+/// Builds `out` from `args` (sources and compiler flags) with `compiler`,
+/// using the scratch directory `dir` (created; its contents replaced).
+pub fn build_guest(
+    compiler: &OsStr,
+    dir: &Path,
+    args: &[OsString],
+    out: &Path,
+) -> Result<(), BuildError> {
+    std::fs::create_dir_all(dir).map_err(BuildError::Scratch)?;
+    for (name, text) in [
+        ("dst.h", DST_H),
+        ("dst_kvm.c", RUNTIME),
+        ("kvm.ld", LINKER_SCRIPT),
+    ] {
+        std::fs::write(dir.join(name), text).map_err(BuildError::Scratch)?;
+    }
+    let run = |command: &mut Command, what| match command.status() {
+        Err(e) => Err(BuildError::Spawn(e)),
+        Ok(status) if !status.success() => Err(BuildError::Failed(what, status)),
+        Ok(_) => Ok(()),
+    };
+    let runtime = dir.join("dst_kvm.o");
+    run(
+        Command::new(compiler)
+            .args(FLAGS)
+            .arg("-I")
+            .arg(dir)
+            .arg("-c")
+            .arg(dir.join("dst_kvm.c"))
+            .arg("-o")
+            .arg(&runtime),
+        "guest runtime build",
+    )?;
+    run(
+        Command::new(compiler)
+            .args(FLAGS)
+            .args(["-fsanitize-coverage=trace-pc", "-nostdlib", "-static"])
+            .arg("-Wl,--gc-sections")
+            .arg("-T")
+            .arg(dir.join("kvm.ld"))
+            .arg("-I")
+            .arg(dir)
+            .args(args)
+            .arg(&runtime)
+            .arg("-o")
+            .arg(out),
+        "kvm build",
+    )
+}
