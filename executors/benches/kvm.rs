@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use dst_executors::kvm::build::build_guest;
-use dst_executors::kvm::executor::Kvm;
+use dst_executors::kvm::executor::{Kvm, Reset};
 use dst_executors::{Executor, Process};
 
 fn root() -> PathBuf {
@@ -105,6 +105,13 @@ fn main() {
         kvm.exits,
         kvm.restored_bytes() / 1024,
         kvm.restored_bytes().div_ceil(4096)
+    );
+    let mut logged = Kvm::open_with(&guest, timeout, Reset::DirtyLog).unwrap();
+    let logged_rate = rate(&mut logged, &work[..2000]);
+    println!(
+        "  kvm executor (dirty-log reset)  {logged_rate:>9.0}  ({} pages restored per run; copy is {:.1}x as fast)",
+        logged.restored_bytes() / 4096,
+        kvm_rate / logged_rate
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -256,3 +256,34 @@ fn the_guest_writes_the_region_as_the_sdk_does() {
     assert!(failures > 0, "some inputs break the always");
     assert!(tails > 0, "some inputs run past their explicit bytes");
 }
+
+#[test]
+fn both_resets_start_every_run_from_the_snapshot() {
+    use dst_executors::Executor;
+    use dst_executors::kvm::executor::{Kvm, Reset};
+    if vm().is_none() {
+        return;
+    }
+    // State that leaks from run to run unless the reset puts it back.
+    let program = guest(
+        "leak",
+        "#include \"dst.h\"\n\
+         static int runs; static char big[20000];\n\
+         int main(void) { runs++; big[(int)dst_random_below(20000)]++;\n\
+           for (int i = 0; i < 20000; i++) if (big[i] > 1) return 2;\n\
+           return runs == 1 ? 0 : 1; }\n",
+    );
+    for reset in [Reset::Copy, Reset::DirtyLog] {
+        let mut exec = Kvm::open_with(&program, std::time::Duration::from_secs(5), reset).unwrap();
+        for byte in [0u8, 7, 7, 200, 0] {
+            let mut input = explicit(byte);
+            input.push(byte);
+            assert_eq!(
+                exec.execute(&input),
+                dst_executors::End::Ok,
+                "{reset:?}, byte {byte}"
+            );
+        }
+        assert!(exec.restored_bytes() > 0, "{reset:?}");
+    }
+}

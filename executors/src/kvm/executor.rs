@@ -91,6 +91,18 @@ struct Snapshot {
     fpu: kvm_fpu,
     /// The writable set's bytes, by range.
     ranges: Vec<(u64, Vec<u8>)>,
+    /// With [`Reset::DirtyLog`]: all of guest memory below the region.
+    whole: Vec<u8>,
+}
+
+/// How a run puts guest memory back as it was at the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    /// Copy the known writable set back (the program's .data and .bss, its
+    /// stack): the default, measured faster here (`docs/benchmarks.md`).
+    Copy,
+    /// Ask KVM which pages the guest wrote (dirty logging) and copy those.
+    DirtyLog,
 }
 
 /// Runs a KVM guest; see the module docs.
@@ -116,6 +128,9 @@ pub struct Kvm {
     now: u64,
     /// Exits to the VMM in the last run.
     pub exits: u64,
+    reset: Reset,
+    /// Pages the last reset restored (dirty logging).
+    dirty: usize,
 }
 
 /// Guest memory as the dst calls read it.
@@ -134,13 +149,18 @@ impl GuestMemory for Guest<'_> {
 impl Kvm {
     /// The guest at `path`; `Err` is one line (not a guest, or no KVM).
     pub fn open(path: &Path, timeout: Duration) -> Result<Kvm, String> {
+        Kvm::open_with(path, timeout, Reset::Copy)
+    }
+
+    /// [`Kvm::open`] with a reset strategy.
+    pub fn open_with(path: &Path, timeout: Duration, reset: Reset) -> Result<Kvm, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
         let file = check(&bytes)?;
         let catalog = crate::elf::guest_catalog(&file)?;
         let sites = Sites::of(&file);
         let symbol = |name: &str| file.symbol_by_name(name).map(|s| s.address());
         let edges_at = symbol("__dst_edges").expect("checked");
-        let mut vm = Vm::new(MEMORY).map_err(|e| e.0)?;
+        let mut vm = Vm::with_dirty_log(MEMORY, reset == Reset::DirtyLog).map_err(|e| e.0)?;
         let mut writable = Vec::new();
         for segment in file.segments() {
             let data = segment
@@ -199,7 +219,10 @@ impl Kvm {
                 regs: kvm_regs::default(),
                 fpu: kvm_fpu::default(),
                 ranges: Vec::new(),
+                whole: Vec::new(),
             },
+            reset,
+            dirty: 0,
             region,
             flags: 0,
             catalog,
@@ -239,9 +262,12 @@ impl Kvm {
         result
     }
 
-    /// Bytes a run's reset copies back (the writable set).
+    /// Bytes the last run's reset copied back.
     pub fn restored_bytes(&self) -> usize {
-        self.snapshot.ranges.iter().map(|(_, b)| b.len()).sum()
+        match self.reset {
+            Reset::Copy => self.snapshot.ranges.iter().map(|(_, b)| b.len()).sum(),
+            Reset::DirtyLog => self.dirty * 4096,
+        }
     }
 
     fn take_snapshot(&mut self, writable: &[(u64, u64)]) -> Result<(), String> {
@@ -273,14 +299,57 @@ impl Kvm {
                 bytes[start..end].fill(0);
             }
         }
-        self.snapshot = Snapshot { regs, fpu, ranges };
+        let whole = if self.reset == Reset::DirtyLog {
+            let mut whole = self.vm.memory()[..REGION_AT as usize].to_vec();
+            let at = self.edges_at as usize;
+            whole[at..at + EDGES].fill(0);
+            // The log restarts here: what setup wrote is in the copy.
+            self.vm.dirty_pages().map_err(|e| e.0)?;
+            whole
+        } else {
+            Vec::new()
+        };
+        self.snapshot = Snapshot {
+            regs,
+            fpu,
+            ranges,
+            whole,
+        };
         Ok(())
     }
 
     fn restore(&mut self) -> Result<(), String> {
-        for (at, bytes) in &self.snapshot.ranges {
-            let at = *at as usize;
-            self.vm.memory_mut()[at..at + bytes.len()].copy_from_slice(bytes);
+        match self.reset {
+            Reset::Copy => {
+                for (at, bytes) in &self.snapshot.ranges {
+                    let at = *at as usize;
+                    self.vm.memory_mut()[at..at + bytes.len()].copy_from_slice(bytes);
+                }
+            }
+            Reset::DirtyLog => {
+                let pages = self.vm.dirty_pages().map_err(|e| e.0)?;
+                self.dirty = pages.len();
+                let stack = (MEMORY as u64 - STACK) as usize;
+                for page in pages {
+                    let at = page as usize * 4096;
+                    if at < self.snapshot.whole.len() {
+                        let from = &self.snapshot.whole[at..at + 4096];
+                        self.vm.memory_mut()[at..at + 4096].copy_from_slice(from);
+                    } else if at >= stack {
+                        // The stack: from the copy-reset set.
+                        if let Some((start, bytes)) = self
+                            .snapshot
+                            .ranges
+                            .iter()
+                            .find(|(s, _)| *s as usize == stack)
+                        {
+                            let off = at - *start as usize;
+                            let from = &bytes[off..off + 4096];
+                            self.vm.memory_mut()[at..at + 4096].copy_from_slice(from);
+                        }
+                    }
+                }
+            }
         }
         let mut regs = self.snapshot.regs;
         regs.rax = 0;

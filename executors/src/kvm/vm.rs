@@ -124,6 +124,12 @@ impl Vm {
     /// least 4 MiB), its page tables, descriptor tables and exception
     /// stubs written; the vCPU in long mode at CPL 3.
     pub fn new(size: usize) -> Result<Vm, Unavailable> {
+        Vm::with_dirty_log(size, false)
+    }
+
+    /// [`Vm::new`], with KVM logging the pages the guest writes
+    /// (`KVM_MEM_LOG_DIRTY_PAGES`) when `dirty_log`: see [`Vm::dirty_pages`].
+    pub fn with_dirty_log(size: usize, dirty_log: bool) -> Result<Vm, Unavailable> {
         debug_assert!(size.is_multiple_of(2 << 20) && size >= 4 << 20);
         let fail = |what: &str, e: kvm_ioctls::Error| Unavailable(format!("{what}: {e}"));
         let kvm = Kvm::new().map_err(|e| fail("cannot open /dev/kvm", e))?;
@@ -147,7 +153,11 @@ impl Vm {
         }
         let region = kvm_userspace_memory_region {
             slot: 0,
-            flags: 0,
+            flags: if dirty_log {
+                kvm_bindings::KVM_MEM_LOG_DIRTY_PAGES
+            } else {
+                0
+            },
             guest_phys_addr: 0,
             memory_size: size as u64,
             userspace_addr: memory as u64,
@@ -384,8 +394,21 @@ impl Vm {
         }
     }
 
-    /// The VM's file descriptor (for dirty logging).
-    pub fn fd(&self) -> &VmFd {
-        &self.vm
+    /// The page numbers the guest wrote since the last call (the log is
+    /// read and reset in one ioctl; needs [`Vm::with_dirty_log`]).
+    pub fn dirty_pages(&self) -> Result<Vec<u64>, Unavailable> {
+        let bitmap = self
+            .vm
+            .get_dirty_log(0, self.size)
+            .map_err(|e| Unavailable(format!("KVM_GET_DIRTY_LOG: {e}")))?;
+        let mut pages = Vec::new();
+        for (i, &word) in bitmap.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                pages.push(i as u64 * 64 + u64::from(bits.trailing_zeros()));
+                bits &= bits - 1;
+            }
+        }
+        Ok(pages)
     }
 }
