@@ -14,9 +14,13 @@
 //!   ([`elf`]), its crashes are symbolized from its DWARF ([`symbolize`]).
 //! - [`wasm`]: a WebAssembly module in an embedded interpreter (wasmi),
 //!   with WASI provided by dst, restored from a snapshot between runs.
+//! - [`riscv`]: an unmodified static riscv64 Linux program on dst's own
+//!   RV64GC interpreter, its system calls and thread schedule dst's.
+//! - [`kvm`]: a freestanding x86-64 guest in a one-vCPU virtual machine
+//!   built on `/dev/kvm`, its region in guest memory.
 //!
-//! Still to come, behind the same trait: a CPU emulator and a KVM virtual
-//! machine.
+//! The two guest levels answer dst.h's calls alike ([`guest`]) and read
+//! their catalog from the ELF ([`elf`]).
 
 pub mod edges;
 pub mod elf;

@@ -133,12 +133,9 @@ fn a_guest_decides_asserts_and_faults_through_the_executor() {
     );
     let mut exec = Kvm::open(&program, std::time::Duration::from_secs(5)).unwrap();
     assert_eq!(exec.execute(&[]), End::Ok, "the nominal run");
-    // The region is in guest memory: assertions and decisions whose bytes
-    // the input holds take no exit; the end of the run is one.
-    assert_eq!(
-        exec.exits, 2,
-        "a decision past the input's bytes, and the end"
-    );
+    // The region and the stream's tail are in guest memory: assertions and
+    // decisions take no exit; the end of the run is one.
+    assert_eq!(exec.exits, 1, "only the end of the run");
     assert_eq!(exec.execute(&explicit(5)), End::Ok);
     assert_eq!(exec.exits, 1, "only the end of the run");
     let messages: Vec<&str> = exec.catalog().iter().map(|s| s.message.as_str()).collect();
@@ -249,7 +246,11 @@ fn the_guest_writes_the_region_as_the_sdk_does() {
         if end != End::Ok || plain.outcome.signature().is_some() {
             failures += 1;
         }
-        if plain_exits > 2 {
+        // The end, and the report of a first failure: nothing else exits,
+        // not even decisions past the input's bytes (the tail is in guest
+        // memory too).
+        assert!(plain_exits <= 2, "seed {seed}: {plain_exits} exits");
+        if plain.consumed > (len - 8) as u64 {
             tails += 1;
         }
     }
@@ -286,4 +287,43 @@ fn both_resets_start_every_run_from_the_snapshot() {
         }
         assert!(exec.restored_bytes() > 0, "{reset:?}");
     }
+}
+
+#[test]
+fn a_run_past_the_tail_in_guest_memory_continues_on_the_host() {
+    use dst_executors::Executor;
+    use dst_executors::kvm::executor::{Kvm, TAIL_BYTES};
+    if vm().is_none() {
+        return;
+    }
+    // More one-byte decisions than the tail the guest reads itself: the
+    // rest are hypercalls, and the host's stream must continue where the
+    // guest's left off.
+    let program = guest(
+        "long",
+        &format!(
+            "#include \"dst.h\"\n\
+             int main(void) {{ unsigned long sum = 0;\n\
+               for (int i = 0; i < {}; i++) sum += dst_random_bool();\n\
+               DST_ALWAYS(sum % 7 != 3, \"the sum is not 3 mod 7\", 0);\n\
+               return 0; }}\n",
+            TAIL_BYTES + 300
+        ),
+    );
+    let mut exec = Kvm::open(&program, std::time::Duration::from_secs(30)).unwrap();
+    // One seed: a traced run takes every decision on the host, one exit
+    // each (seconds).
+    let seed = 3u64;
+    let input = seed.to_le_bytes();
+    let end = exec.execute(&input);
+    let plain = dst_kernel::RunRecord::read(exec.region(), end, exec.catalog());
+    let exits = exec.exits;
+    let traced = dst_kernel::finding::traced_run(&mut exec, &input);
+    assert!(
+        exits > 300,
+        "seed {seed}: decisions past the tail exit ({exits})"
+    );
+    assert_eq!(plain.consumed, traced.consumed, "seed {seed}");
+    assert_eq!(plain.trace_hash, traced.trace_hash, "seed {seed}");
+    assert_eq!(plain.outcome, traced.outcome, "seed {seed}");
 }

@@ -4,15 +4,16 @@
  * after each run), and dst.h's functions, each a hypercall (port I/O to 0xE1:
  * rax the call, rdi, rsi, rdx, rcx, r8, r9 its arguments) that the executor
  * answers on the run's region exactly as libdst does natively (r9 is a
- * sixth argument).
+ * sixth argument) when the runtime cannot answer them itself.
  *
  * The region is in guest memory (at DST_REGION, laid out as everywhere
  * else: `dst::region`), so the common case needs no exit: a decision whose
  * bytes are explicit in the input is taken here (the record, the cursor,
  * the decision coverage and the trace hash written as the SDK writes
- * them), and an assertion is counted here; only what needs the host is a
- * hypercall: a decision past the explicit bytes (the tail is a ChaCha8
- * stream the SDK owns), any decision or assertion of a run that is being
+ * them), past them from the stream's tail (the SDK's ChaCha8 bytes, which
+ * the executor writes at DST_TAIL before each run), and an assertion is
+ * counted here; only what needs the host is a hypercall: a decision past
+ * the tail provided, any decision or assertion of a run that is being
  * explained or recorded (its flags are set: site texts, events), and the
  * report of an assertion's first failure (its details).
  *
@@ -61,6 +62,10 @@ struct dst__decision {
     uint8_t kind, reserved;
 };
 #define DST_REGION ((volatile struct dst__header *)0x1000000)
+/* The decision stream past the input's explicit bytes (the SDK's ChaCha8
+ * tail), written by the executor before each plain run. */
+#define DST_TAIL ((const uint8_t *)0x1E00000)
+#define DST_TAIL_BYTES (8u << 10)
 #define DST_SEED_BYTES 8
 #define DST_SITE_HIT 1u
 #define DST_SITE_TRUE 2u
@@ -96,16 +101,23 @@ static uint32_t dst__site_hash(const char *file, uint32_t line) {
     return dst__fnv32(h, &column, 4);
 }
 
-/* Takes `width` explicit bytes of the input as one decision of `kind` at
- * `site`, if the input has them; writes its value to *value. */
+/* Takes the next `width` bytes of the decision stream (the input's
+ * explicit bytes, then the tail) as one decision of `kind` at `site`;
+ * writes its value to *value. 0 when the host must take it. */
 static int dst__decide(uint8_t kind, uint32_t site, unsigned width, uint64_t modulus,
                        uint64_t *value) {
     volatile struct dst__header *r = DST_REGION;
     uint64_t len = r->input_len, cursor = r->cursor;
-    if (!dst__plain() || len < DST_SEED_BYTES || cursor + width > len - DST_SEED_BYTES) return 0;
-    const uint8_t *bytes = dst__at(r->input_offset) + DST_SEED_BYTES + cursor;
+    uint64_t explicit_len = len > DST_SEED_BYTES ? len - DST_SEED_BYTES : 0;
+    if (!dst__plain() || cursor + width > explicit_len + DST_TAIL_BYTES) return 0;
+    const uint8_t *input = dst__at(r->input_offset) + DST_SEED_BYTES;
+    uint8_t bytes[8];
     uint64_t v = 0;
-    for (unsigned i = 0; i < width; i++) v = v << 8 | bytes[i];
+    for (unsigned i = 0; i < width; i++) {
+        uint64_t at = cursor + i;
+        bytes[i] = at < explicit_len ? input[at] : DST_TAIL[at - explicit_len];
+        v = v << 8 | bytes[i];
+    }
     switch (kind) {
     case DST_BELOW: v %= modulus; break;
     case DST_BOOL: v = bytes[0] & 1; break;

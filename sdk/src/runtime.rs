@@ -565,12 +565,21 @@ pub(crate) fn decide(
         inner.stream = Some(Stream::new(decision::tail_seed(region.input())));
     }
     let stream = inner.stream.as_mut().expect("set above");
-    // A guest that takes decisions itself from the region's explicit bytes
-    // (the KVM executor's runtime) advances the region's cursor, not this
-    // stream's: catch up. Natively the two are always equal.
+    // A guest that takes decisions itself from the stream's bytes (the KVM
+    // executor's runtime) advances the region's cursor, not this stream's:
+    // catch up by reading what it consumed (so the tail generator advances
+    // as it would have). Natively the two are always equal.
     let ahead = header.cursor.load(Ordering::Acquire);
-    if ahead > stream.cursor && ahead <= decision::explicit(region.input()).len() as u64 {
-        stream.cursor = ahead;
+    if ahead > stream.cursor {
+        debug_assert!(
+            ahead - stream.cursor < 1 << 32,
+            "a guest cursor out of range"
+        );
+        let mut skipped = [0u8; 256];
+        while stream.cursor < ahead {
+            let n = (ahead - stream.cursor).min(skipped.len() as u64) as usize;
+            stream.read(region.input(), &mut skipped[..n]);
+        }
     }
     let offset = stream.cursor;
     stream.read(region.input(), bytes);

@@ -46,6 +46,14 @@ const MEMORY: usize = 32 << 20;
 /// Where the region is in guest memory (the guest runtime's `DST_REGION`):
 /// past the program space, below the stack.
 pub const REGION_AT: u64 = 16 << 20;
+/// Where the run's tail bytes are in guest memory (the runtime's
+/// `DST_TAIL`): the decision stream past the input's explicit bytes, which
+/// the SDK generates from the input's seed (ChaCha8), written there by the
+/// host before each run so that the guest reads them without an exit.
+pub const TAIL_AT: u64 = 30 << 20;
+/// Tail bytes provided per run (a decision past them is a hypercall):
+/// generating them is per-run work (64 KiB took a quarter of a run).
+pub const TAIL_BYTES: usize = 8 << 10;
 /// Bytes of the header that describe the layout (everything before the
 /// per-run fields), restored after a run that wrote over them.
 const LAYOUT_BYTES: usize = std::mem::offset_of!(dst::region::Header, run_id);
@@ -189,7 +197,7 @@ impl Kvm {
             ..Layout::default()
         });
         let len = fresh.view().sections().total_size;
-        if REGION_AT as usize + len > MEMORY - STACK as usize {
+        if REGION_AT as usize + len > TAIL_AT as usize {
             return Err(format!(
                 "the guest's catalog is too large ({} sites)",
                 catalog.len()
@@ -539,9 +547,23 @@ enum Step {
     End(End),
 }
 
+impl Kvm {
+    /// Writes the tail of `input`'s decision stream at [`TAIL_AT`].
+    fn write_tail(&mut self, input: &[u8]) {
+        let mut stream = dst::decision::Stream::new(dst::decision::tail_seed(input));
+        let mut explicit = vec![0; dst::decision::explicit(input).len()];
+        stream.read(input, &mut explicit);
+        let at = TAIL_AT as usize;
+        stream.read(input, &mut self.vm.memory_mut()[at..at + TAIL_BYTES]);
+    }
+}
+
 impl Executor for Kvm {
     fn execute(&mut self, input: &[u8]) -> End {
         let _attached = crate::inprocess::attach(&self.region, input, self.flags);
+        if self.flags == 0 {
+            self.write_tail(input);
+        }
         self.exits = 0;
         self.now = 0;
         if let Err(e) = self.restore() {
