@@ -327,3 +327,63 @@ fn a_run_past_the_tail_in_guest_memory_continues_on_the_host() {
     assert_eq!(plain.trace_hash, traced.trace_hash, "seed {seed}");
     assert_eq!(plain.outcome, traced.outcome, "seed {seed}");
 }
+
+#[test]
+fn what_the_guest_sees_of_the_machine_is_dsts() {
+    use dst_executors::kvm::executor::{Kvm, REGION_AT};
+    use dst_executors::{End, Executor};
+    if vm().is_none() {
+        return;
+    }
+    let program = guest(
+        "machine",
+        &format!(
+            "#include \"dst.h\"\n\
+             static unsigned long tsc(void) {{ unsigned lo, hi;\n\
+               __asm__ volatile(\"rdtsc\" : \"=a\"(lo), \"=d\"(hi)); return (unsigned long)hi << 32 | lo; }}\n\
+             int main(void) {{\n\
+               int what = (int)dst_random_below(6);\n\
+               if (what == 1) {{ unsigned a = 1, b, c, d; __asm__ volatile(\"cpuid\" : \"+a\"(a), \"=b\"(b), \"=c\"(c), \"=d\"(d));\n\
+                 return (c >> 30) & 1; }}\n\
+               if (what == 2) {{ unsigned long t0 = tsc(), t1 = tsc(); return t1 - t0 > 1000000 ? 3 : 0; }}\n\
+               if (what == 3) __asm__ volatile(\"ud2\");\n\
+               if (what == 4) {{ volatile int zero = 0; return 10 / zero; }}\n\
+               if (what == 5) *(volatile unsigned long *){REGION_AT:#x} = 0;\n\
+               return 0; }}\n"
+        ),
+    );
+    let mut exec = Kvm::open(&program, std::time::Duration::from_secs(5)).unwrap();
+    let run = |exec: &mut Kvm, what: u8, jump: bool| {
+        let mut input = explicit(what);
+        input.push(0); // the first RDTSC's step: 1 us
+        input.push(if jump { 0xFF } else { 0 }); // the second's: a jump, or 1 us
+        exec.execute(&input)
+    };
+    assert_eq!(run(&mut exec, 1, false), End::Ok, "CPUID has no RDRAND");
+    assert_eq!(run(&mut exec, 2, false), End::Ok);
+    if exec.exits == 3 {
+        // Both RDTSCs trapped (CR4.TSD) and were answered with virtual time.
+        let jumped = run(&mut exec, 2, true);
+        assert!(
+            matches!(&jumped, End::Crash(dst_kernel::Outcome::Crash { message, .. }) if message == "main returned 3"),
+            "a decided clock jump: {jumped:?}"
+        );
+    } else {
+        eprintln!(
+            "not checked: RDTSC is not trapped by this KVM (kvm-pvm runs the guest's user mode \
+             on the host CPU, where CR4.TSD does not apply)"
+        );
+    }
+    let cause = |end: End| match end {
+        End::Crash(dst_kernel::Outcome::Crash { cause, .. }) => cause,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(cause(run(&mut exec, 3, false)), "invalid opcode");
+    assert_eq!(cause(run(&mut exec, 4, false)), "divide error");
+    assert_eq!(
+        cause(run(&mut exec, 5, false)),
+        "region",
+        "a scribbled header"
+    );
+    assert_eq!(run(&mut exec, 0, false), End::Ok, "the header was put back");
+}

@@ -13,8 +13,10 @@
 //! During a run, each dst.h call is one hypercall exit answered by
 //! `crate::guest` on the executor's region, as the emulator answers its
 //! `ecall`s (so a program takes the same decisions natively, on the
-//! emulator and here); RDTSC faults (CR4.TSD) and is answered with virtual
-//! time, a decision; `main`'s return ends the run (nonzero is a finding).
+//! emulator and here); CPUID faults and is answered from the VM's table;
+//! RDTSC faults (CR4.TSD, where KVM applies it: not on kvm-pvm) and is
+//! answered with virtual time, a decision; `main`'s return ends the run
+//! (nonzero is a finding).
 //! Exceptions are crash findings placed by the ELF's DWARF; a guest that
 //! outlives the timeout is kicked out by the watchdog (a timeout
 //! finding). Edge counts are read from the runtime's map after each run.
@@ -424,6 +426,14 @@ impl Kvm {
             }
             Exit::Exception {
                 vector: 13, rip, ..
+            } if self.vm.memory().get(rip as usize..rip as usize + 2) == Some(&[0x0F, 0xA2]) => {
+                match self.answer_cpuid(rip) {
+                    Ok(()) => Step::Call(u64::MAX),
+                    Err(e) => Step::End(End::crash("vm", e, None)),
+                }
+            }
+            Exit::Exception {
+                vector: 13, rip, ..
             } if self.is_rdtsc(rip).is_some() => match self.answer_rdtsc(rip) {
                 Ok(()) => Step::Call(u64::MAX),
                 Err(e) => Step::End(End::crash("vm", e, None)),
@@ -460,6 +470,25 @@ impl Kvm {
             .vcpu
             .set_regs(&regs)
             .map_err(|e| format!("set_regs: {e}"))
+    }
+
+    /// Answers a faulting CPUID from the VM's table and returns after it.
+    fn answer_cpuid(&mut self, rip: u64) -> Result<(), String> {
+        let (_, rflags, rsp) = self
+            .vm
+            .exception_frame()
+            .ok_or("cannot read the exception frame")?;
+        let mut regs = self
+            .vm
+            .vcpu
+            .get_regs()
+            .map_err(|e| format!("get_regs: {e}"))?;
+        let (a, b, c, d) = self.vm.cpuid(regs.rax as u32, regs.rcx as u32);
+        (regs.rax, regs.rbx, regs.rcx, regs.rdx) = (a.into(), b.into(), c.into(), d.into());
+        regs.rip = rip + 2;
+        regs.rsp = rsp;
+        regs.rflags = rflags;
+        self.vm.resume_user(&regs).map_err(|e| e.0)
     }
 
     /// The length of the RDTSC (2) or RDTSCP (3) at `rip`, if it is one.

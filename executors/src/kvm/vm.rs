@@ -18,9 +18,12 @@
 //! passing through CPL 0: on kvm-pvm, guest kernel code runs about 1000x
 //! slower than user code (`../shared/notes/kvm.md`). CPL 0 runs only an
 //! exception's stub: it pushes the vector and reports it on
-//! [`EXCEPTION_PORT`], and the run ends there. CR4.TSD is set, so RDTSC
-//! at CPL 3 faults (#GP) instead of reading the host's clock; CPUID
-//! reports no RDRAND or RDSEED.
+//! [`EXCEPTION_PORT`], and the run ends there (or the executor answers it
+//! and resumes the program: CPUID, RDTSC). CPUID faulting is on, so CPUID
+//! at CPL 3 faults and is answered from a table without RDRAND or RDSEED.
+//! CR4.TSD is set so that RDTSC faults too; kvm-pvm does not apply it to
+//! the guest's user mode (it runs on the host CPU), so there RDTSC reads
+//! the host's TSC.
 
 use kvm_bindings::{CpuId, kvm_fpu, kvm_regs, kvm_segment, kvm_sregs, kvm_userspace_memory_region};
 use kvm_ioctls::{Kvm, VcpuExit, VcpuFd, VmFd};
@@ -46,6 +49,9 @@ const KERNEL_STACK_TOP: u64 = 0xB000;
 /// RFLAGS of the program: IOPL 3 (its port I/O exits without CPL 0),
 /// interrupts off (there are none).
 pub const USER_FLAGS: u64 = 0x2 | 0x3000;
+
+/// Bit 0: CPUID faulting (CPUID at CPL > 0 raises #GP).
+const MSR_MISC_FEATURES_ENABLES: u32 = 0x140;
 
 const KERNEL_CODE: u16 = 0x08;
 const USER_DATA: u16 = 0x18 | 3;
@@ -86,6 +92,9 @@ pub struct Vm {
     pub vcpu: VcpuFd,
     memory: *mut u8,
     size: usize,
+    /// CPUID as the guest sees it.
+    cpuid: CpuId,
+    cpuid_faulting: bool,
 }
 
 // SAFETY: the memory mapping is owned by the Vm and only touched through
@@ -175,6 +184,8 @@ impl Vm {
             vcpu,
             memory: memory.cast(),
             size,
+            cpuid: CpuId::new(0).map_err(|e| Unavailable(format!("CPUID: {e:?}")))?,
+            cpuid_faulting: false,
         };
         this.build_tables();
         this.set_cpuid()?;
@@ -288,7 +299,34 @@ impl Vm {
         }
         self.vcpu
             .set_cpuid2(&cpuid)
-            .map_err(|e| Unavailable(format!("cannot set CPUID: {e}")))
+            .map_err(|e| Unavailable(format!("cannot set CPUID: {e}")))?;
+        // On kvm-pvm the guest's user mode runs on the host CPU, where
+        // CPUID is not intercepted: turn on CPUID faulting, so that CPUID at
+        // CPL 3 raises #GP and the executor answers it from this table.
+        let faulting = kvm_bindings::Msrs::from_entries(&[kvm_bindings::kvm_msr_entry {
+            index: MSR_MISC_FEATURES_ENABLES,
+            data: 1,
+            ..Default::default()
+        }])
+        .map_err(|e| Unavailable(format!("cannot make the MSR list: {e:?}")))?;
+        self.cpuid_faulting = self.vcpu.set_msrs(&faulting).is_ok_and(|n| n == 1);
+        self.cpuid = cpuid;
+        Ok(())
+    }
+
+    /// The CPUID leaf `function`/`index` as the guest sees it: (eax, ebx,
+    /// ecx, edx), zero for a leaf KVM does not report.
+    pub fn cpuid(&self, function: u32, index: u32) -> (u32, u32, u32, u32) {
+        self.cpuid
+            .as_slice()
+            .iter()
+            .find(|e| e.function == function && (e.index == index || e.flags & 1 == 0))
+            .map_or((0, 0, 0, 0), |e| (e.eax, e.ebx, e.ecx, e.edx))
+    }
+
+    /// Whether CPUID at CPL 3 faults (and the executor answers it).
+    pub fn cpuid_faulting(&self) -> bool {
+        self.cpuid_faulting
     }
 
     /// Puts the vCPU at `rip` with stack `rsp`, at CPL 3 in long mode.
