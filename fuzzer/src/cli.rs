@@ -28,6 +28,13 @@ struct Cli {
 enum Command {
     /// Explore the target: search for runs that break its properties.
     Fuzz(FuzzArgs),
+    /// A CI job (see `cargo dst-fuzz ci`).
+    Ci {
+        #[command(flatten)]
+        fuzz: FuzzArgs,
+        #[command(flatten)]
+        ci: crate::ci::CiArgs,
+    },
     /// Run the target once in the SDK's local mode, as a plain program:
     /// decisions from DST_SEED or DST_INPUT, failures on stderr, DST_OUTPUT
     /// and DST_TRACE as usual. For replaying a finding under gdb or rr:
@@ -104,6 +111,21 @@ pub fn run(target: Target) -> i32 {
     let name = target_name();
     let result = match cli.command {
         Command::Fuzz(args) => fuzz(target, &name, args),
+        Command::Ci { mut fuzz, ci } => {
+            if fuzz.campaign_args.runs.is_none() && fuzz.campaign_args.time.is_none() {
+                fuzz.campaign_args.time = Some(crate::ci::DEFAULT_TIME);
+            }
+            let options = fuzz_options(&name, &fuzz);
+            let json = fuzz.campaign_args.json;
+            crate::ci::code_change(
+                InProcess::new(target),
+                |exec| move || Ok(exec),
+                &dst::catalog::sites(),
+                &options,
+                &ci,
+                json,
+            )
+        }
         Command::Replay { file, replay: args } => replay(target, &file, args.json, args.timeout()),
         Command::Minimize {
             file,
@@ -144,16 +166,25 @@ pub fn run(target: Target) -> i32 {
     code
 }
 
-fn fuzz(target: Target, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
-    let campaign_args = args.campaign_args;
-    let options = campaign_args.options(
+/// The campaign options of `args` for the target `name`.
+fn fuzz_options(name: &str, args: &FuzzArgs) -> Options {
+    args.campaign_args.options(
         name,
         args.corpus
+            .clone()
             .unwrap_or_else(|| Path::new("fuzz").join("corpus").join(name)),
         args.findings
+            .clone()
             .unwrap_or_else(|| Path::new("fuzz").join("findings").join(name)),
-        args.campaign.unwrap_or_else(|| default_campaign(name)),
-    );
+        args.campaign
+            .clone()
+            .unwrap_or_else(|| default_campaign(name)),
+    )
+}
+
+fn fuzz(target: Target, name: &str, args: FuzzArgs) -> Result<i32, StoreError> {
+    let options = fuzz_options(name, &args);
+    let campaign_args = args.campaign_args;
     if !dst_executors::edges::instrumented() && !campaign_args.quiet {
         eprintln!(
             "dst-fuzz: this binary has no edge coverage (build it with `cargo dst-fuzz run`); guided by decisions and properties only"

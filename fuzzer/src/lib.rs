@@ -21,6 +21,7 @@
 //! Only this crate names LibAFL types, and none of them is public.
 
 pub mod args;
+pub mod ci;
 pub mod cli;
 pub mod driver;
 

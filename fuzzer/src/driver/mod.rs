@@ -46,13 +46,17 @@ pub fn main(mut args: Vec<OsString>) -> i32 {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err((code, message)) => {
             eprintln!("cargo dst-fuzz: {message}");
             code
         }
-    }
+    };
+    // In an explorer's client (a campaign the driver ran itself), the
+    // restarter passes this status on.
+    crate::explore::report_exit(code);
+    code
 }
 
 #[derive(Parser)]
@@ -91,6 +95,27 @@ pub enum Cmd {
         name: Option<String>,
         #[command(flatten)]
         args: CampaignArgs,
+        #[command(flatten)]
+        cmd: CmdArgs,
+        #[command(flatten)]
+        wasm: WasmArgs,
+        #[command(flatten)]
+        riscv: RiscvArgs,
+        #[command(flatten)]
+        kvm: KvmArgs,
+    },
+    /// A CI job, as ClusterFuzzLite's code-change mode: replay every stored
+    /// finding (still failing, or resolved) and corpus entry (a regression
+    /// fails fast), then explore for --time (default 60s). Exit 1 only for
+    /// a new finding. `--sarif FILE`, `--junit FILE` for CI systems.
+    Ci {
+        /// The target (with --cmd, --wasm, --riscv, --kvm: a name for its
+        /// files, by default the program's).
+        name: Option<String>,
+        #[command(flatten)]
+        args: CampaignArgs,
+        #[command(flatten)]
+        ci: crate::ci::CiArgs,
         #[command(flatten)]
         cmd: CmdArgs,
         #[command(flatten)]
@@ -245,6 +270,81 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             let mut flags: Vec<OsString> = vec!["fuzz".into()];
             flags.extend(fuzz.paths(&name));
             flags.extend(args.to_args());
+            call(&name, &binary, &flags)
+        }
+        Cmd::Ci {
+            name,
+            mut args,
+            ci,
+            cmd,
+            wasm,
+            riscv,
+            kvm,
+        } => {
+            if args.runs.is_none() && args.time.is_none() {
+                args.time = Some(crate::ci::DEFAULT_TIME);
+            }
+            let timeout = std::time::Duration::from_millis(args.timeout_ms);
+            let direct_name = if let Some(guest) = &kvm.kvm {
+                Some((kvm.name(), format!("--kvm {}", guest.display())))
+            } else if let Some(program) = &riscv.riscv {
+                Some((riscv.name(), format!("--riscv {}", program.display())))
+            } else if let Some(module) = &wasm.wasm {
+                Some((wasm.name(), format!("--wasm {}", module.display())))
+            } else if cmd.cmd {
+                let line: Vec<String> = cmd
+                    .command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                Some((cmd.name(), format!("--cmd -- {}", line.join(" "))))
+            } else {
+                None
+            };
+            if let Some((default_name, target)) = direct_name {
+                let exec = direct(&cmd, &wasm, &riscv, &kvm, timeout)?.expect("a direct target");
+                let name = name.unwrap_or(default_name);
+                let mut options = args.options(
+                    &name,
+                    fuzz.corpus(&name),
+                    fuzz.findings(&name),
+                    fuzz.campaign(&name),
+                );
+                options.reproduce = Some(serde_json::json!({
+                    "explain": format!("cargo dst-fuzz replay {{input}} {target}"),
+                }));
+                let catalog = exec.catalog().to_vec();
+                // A VM belongs to the process that made it: the forked
+                // client makes its own; other executors move there.
+                let guest = kvm.kvm.clone();
+                type Make = Box<
+                    dyn FnOnce() -> Result<
+                        Box<dyn dst_executors::Executor>,
+                        crate::store::StoreError,
+                    >,
+                >;
+                let remake = move |exec: Box<dyn dst_executors::Executor>| -> Make {
+                    match guest {
+                        Some(path) => {
+                            drop(exec);
+                            Box::new(move || {
+                                dst_executors::kvm::executor::Kvm::open(&path, timeout)
+                                    .map(|e| Box::new(e) as Box<dyn dst_executors::Executor>)
+                                    .map_err(crate::store::StoreError::Libafl)
+                            })
+                        }
+                        None => Box::new(move || Ok(exec)),
+                    }
+                };
+                return crate::ci::code_change(exec, remake, &catalog, &options, &ci, args.json)
+                    .map_err(store_failure);
+            }
+            let name = name.ok_or((exit::USAGE, "which target? `ci NAME`".to_string()))?;
+            let binary = fuzz.build(&name)?;
+            let mut flags: Vec<OsString> = vec!["ci".into()];
+            flags.extend(fuzz.paths(&name));
+            flags.extend(args.to_args());
+            flags.extend(ci.to_args());
             call(&name, &binary, &flags)
         }
         Cmd::Replay {

@@ -179,7 +179,7 @@ pub fn explore_here<E: Executor + 'static>(
 
 /// The campaign saved in `file`, or a new one if there is none or the
 /// target's properties changed since.
-fn saved_campaign(file: &Path, catalog: &[SiteInfo]) -> Result<Campaign, StoreError> {
+pub(crate) fn saved_campaign(file: &Path, catalog: &[SiteInfo]) -> Result<Campaign, StoreError> {
     let catalog = catalog.to_vec();
     Ok(match store::load_campaign(file)? {
         Some(saved) if saved.catalog == catalog => saved,

@@ -3,6 +3,8 @@
 //! check that two executors take the same decisions and end alike, input
 //! by input.
 
+#![allow(dead_code)] // each test crate uses a part of it
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,463 @@
+//! `cargo dst-fuzz ci`: continuous fuzzing as ClusterFuzzLite runs it on a
+//! pull request (its code-change mode), over any executor:
+//!
+//! 1. Every stored finding is replayed: one that still fails the same way
+//!    is *still failing* (it does not fail the job: it was known before
+//!    the change), one that no longer does is *resolved*.
+//! 2. Every corpus entry is replayed, so a regression fails fast: an entry
+//!    that now fails in a way no stored finding does becomes a new finding
+//!    (shrunk and written as the explorer writes them), and exploration is
+//!    skipped.
+//! 3. Otherwise the target is explored for `--time`.
+//!
+//! The exit status is [`exit::FINDING`] when there is a new finding, else
+//! [`exit::OK`]. Besides the JSON summary (`--json`), the job writes SARIF
+//! 2.1.0 (`--sarif FILE`: one result per failing finding, its rule the
+//! property or crash kind, its location the failing assertion's or the
+//! crash's innermost frame with a source line, its fingerprint the
+//! signature's hash, so code scanning deduplicates across runs) and JUnit
+//! XML (`--junit FILE`: one test case per property, and one per crash or
+//! timeout finding). Both are written atomically.
+//!
+//! Not yet: `--mode batch` and `--mode prune`, corpus merging.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use dst::catalog::SiteInfo;
+use dst_kernel::finding::{self, Found, Pipeline, Processed};
+use dst_kernel::{Executor, Signature};
+use serde_json::{Value, json};
+
+use crate::explore::Options;
+use crate::store::StoreError;
+use crate::{exit, report, store};
+
+/// What a CI job runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Replay what is stored, then explore for --time; fail on new findings.
+    CodeChange,
+    /// Every target sharing one time budget (not yet).
+    Batch,
+    /// Minimize the corpus (not yet).
+    Prune,
+}
+
+/// `ci`'s own flags (the campaign's are `CampaignArgs`).
+#[derive(Args, Debug, Clone)]
+pub struct CiArgs {
+    #[arg(long, value_enum, default_value = "code-change")]
+    pub mode: Mode,
+    /// Write SARIF 2.1.0 here.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+impl CiArgs {
+    /// The flags that parse back into `self`.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mode = match self.mode {
+            Mode::CodeChange => "code-change",
+            Mode::Batch => "batch",
+            Mode::Prune => "prune",
+        };
+        let mut args: Vec<std::ffi::OsString> = vec!["--mode".into(), mode.into()];
+        if let Some(sarif) = &self.sarif {
+            args.extend(["--sarif".into(), sarif.into()]);
+        }
+        if let Some(junit) = &self.junit {
+            args.extend(["--junit".into(), junit.into()]);
+        }
+        args
+    }
+}
+
+/// A stored finding.
+struct Stored {
+    folder: String,
+    signature: Option<Signature>,
+    record: Value,
+    input: Vec<u8>,
+}
+
+fn stored_findings(dir: &Path) -> Result<Vec<Stored>, StoreError> {
+    let mut stored = Vec::new();
+    for folder in store::known_findings(dir)? {
+        let path = dir.join(&folder);
+        let (Ok(text), Ok(input)) = (
+            std::fs::read(path.join("finding.json")),
+            std::fs::read(path.join("input")),
+        ) else {
+            continue; // not a finding folder (a temporary one, a stray file)
+        };
+        let record: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
+        let signature = serde_json::from_value(record["signature"].clone()).ok();
+        stored.push(Stored {
+            folder,
+            signature,
+            record,
+            input,
+        });
+    }
+    Ok(stored)
+}
+
+/// What replaying the stored findings and corpus found: indices into the
+/// stored findings, and the new findings written.
+struct Replayed {
+    still_failing: Vec<usize>,
+    resolved: Vec<usize>,
+    new: Vec<finding::FindingSummary>,
+}
+
+/// Steps 1 and 2 of a code-change job (see the module docs).
+fn replay_stored(
+    replayer: &mut dyn Executor,
+    stored: &[Stored],
+    corpus: &[Vec<u8>],
+    options: &Options,
+    started: Instant,
+) -> Result<Replayed, StoreError> {
+    let mut still_failing = Vec::new();
+    let mut resolved = Vec::new();
+    for (i, finding) in stored.iter().enumerate() {
+        let now = replayer.run(&finding.input).signature();
+        if now.is_some() && now == finding.signature {
+            still_failing.push(i);
+        } else {
+            resolved.push(i);
+        }
+    }
+    let known: Vec<Option<Signature>> = stored.iter().map(|f| f.signature.clone()).collect();
+    let mut new = Vec::new();
+    let mut folders = store::known_findings(&options.findings_dir)?;
+    for input in corpus {
+        let Some(signature) = replayer.run(input).signature() else {
+            continue;
+        };
+        if known.contains(&Some(signature.clone()))
+            || new
+                .iter()
+                .any(|f: &finding::FindingSummary| f.signature == signature)
+        {
+            continue;
+        }
+        let pipeline = Pipeline {
+            dir: &options.findings_dir,
+            shrink_budget: options.shrink_budget,
+            timeout: options.timeout,
+            reproduce: options.reproduce.as_ref(),
+        };
+        let found = Found {
+            executions: 0,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        match finding::process(
+            replayer,
+            input,
+            Some(&signature),
+            found,
+            &mut folders,
+            &pipeline,
+        ) {
+            Ok(Processed::New(summary)) => {
+                eprintln!(
+                    "dst-fuzz: regression: a corpus entry now fails: {} -> {}",
+                    summary.signature,
+                    summary.path.display()
+                );
+                new.push(summary);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return Err(StoreError::Unwritable {
+                    path: options.findings_dir.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                });
+            }
+        }
+    }
+    Ok(Replayed {
+        still_failing,
+        resolved,
+        new,
+    })
+}
+
+/// Runs a code-change job (see the module docs): `exec` replays what is
+/// stored (in its isolated form when it has one, so a crash cannot end the
+/// job); then `remake(exec)` gives what makes the executor of the
+/// exploration, which runs in a forked client (`|exec| move || Ok(exec)`
+/// for executors that survive a fork; a VM must be made anew there).
+pub fn code_change<E, F, M>(
+    mut exec: E,
+    remake: impl FnOnce(E) -> M,
+    catalog: &[SiteInfo],
+    options: &Options,
+    ci: &CiArgs,
+    json_out: bool,
+) -> Result<i32, StoreError>
+where
+    E: Executor,
+    F: Executor + 'static,
+    M: FnOnce() -> Result<F, StoreError>,
+{
+    if ci.mode != Mode::CodeChange {
+        eprintln!(
+            "dst-fuzz: ci --mode {:?} is not implemented yet; code-change is",
+            ci.mode
+        );
+        return Ok(exit::USAGE);
+    }
+    let started = Instant::now();
+    let stored = stored_findings(&options.findings_dir)?;
+    let corpus = store::load_corpus(&options.corpus_dir)?;
+    let replayed = if let Some(mut isolated) = exec.isolated(options.timeout) {
+        replay_stored(&mut *isolated, &stored, &corpus, options, started)
+    } else {
+        replay_stored(&mut exec, &stored, &corpus, options, started)
+    }?;
+    let Replayed {
+        still_failing,
+        resolved,
+        mut new,
+    } = replayed;
+    let (still_failing, resolved): (Vec<&Stored>, Vec<&Stored>) = (
+        still_failing.iter().map(|&i| &stored[i]).collect(),
+        resolved.iter().map(|&i| &stored[i]).collect(),
+    );
+    let make = remake(exec);
+    let (campaign, executions) = if new.is_empty() {
+        let summary = crate::explore::explore(make, catalog, options)?;
+        new.extend(summary.findings.iter().cloned());
+        (summary.campaign, summary.executions)
+    } else {
+        // Fail fast: the regression is the news.
+        (
+            crate::explore::saved_campaign(&options.campaign_file, catalog)?,
+            0,
+        )
+    };
+    let failing: Vec<Value> = new
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read(f.path.join("finding.json")).ok()?;
+            serde_json::from_slice(&text).ok()
+        })
+        .chain(still_failing.iter().map(|f| f.record.clone()))
+        .collect();
+    if let Some(path) = &ci.sarif {
+        write(path, &sarif(&failing))?;
+    }
+    if let Some(path) = &ci.junit {
+        let properties = report::json(&campaign);
+        write(path, &junit(&options.name, &properties, &failing))?;
+    }
+    let folder_names =
+        |list: &[&Stored]| -> Vec<String> { list.iter().map(|f| f.folder.clone()).collect() };
+    eprintln!(
+        "dst-fuzz: ci {}: {} new finding(s), {} still failing, {} resolved, {} corpus entries replayed, {executions} executions",
+        options.name,
+        new.len(),
+        still_failing.len(),
+        resolved.len(),
+        corpus.len()
+    );
+    if json_out {
+        println!(
+            "{}",
+            json!({
+                "mode": "code-change",
+                "target": options.name,
+                "new": new,
+                "still_failing": folder_names(&still_failing),
+                "resolved": folder_names(&resolved),
+                "corpus_replayed": corpus.len(),
+                "executions": executions,
+                "properties": report::json(&campaign),
+            })
+        );
+    }
+    Ok(if new.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDING
+    })
+}
+
+fn write(path: &Path, text: &str) -> Result<(), StoreError> {
+    dst_kernel::write_atomic(path, text.as_bytes()).map_err(|source| StoreError::Unwritable {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// `file` and `line` of a finding's location: the last `FILE:LINE` (or
+/// `FILE:LINE:COLUMN`) in it (`function at FILE:LINE` for crashes).
+fn file_and_line(location: &str) -> Option<(String, u64)> {
+    let place = location.rsplit(" at ").next()?;
+    let mut parts: Vec<&str> = place.rsplitn(3, ':').collect();
+    parts.reverse();
+    match parts.as_slice() {
+        [file, line, column] if column.parse::<u64>().is_ok() => {
+            Some((file.to_string(), line.parse().ok()?))
+        }
+        [file, line] | [_, file, line] => Some((file.to_string(), line.parse().ok()?)),
+        _ => None,
+    }
+}
+
+/// A finding's rule: its property, or its crash's cause, or "timeout".
+fn rule(record: &Value) -> String {
+    let signature = &record["signature"];
+    match signature["kind"].as_str() {
+        Some("property") => signature["message"]
+            .as_str()
+            .unwrap_or("property")
+            .to_string(),
+        Some("crash") => signature["cause"].as_str().unwrap_or("crash").to_string(),
+        Some(kind) => kind.to_string(),
+        None => "finding".to_string(),
+    }
+}
+
+/// SARIF 2.1.0 for `failing` findings (their finding.json records).
+pub fn sarif(failing: &[Value]) -> String {
+    let mut rules: Vec<String> = failing.iter().map(rule).collect();
+    rules.sort();
+    rules.dedup();
+    let results: Vec<Value> = failing
+        .iter()
+        .map(|record| {
+            let signature = serde_json::to_string(&record["signature"]).unwrap_or_default();
+            let fingerprint = format!("{:016x}", dst::hash::fnv64(signature.as_bytes()));
+            let mut result = json!({
+                "ruleId": rule(record),
+                "level": "error",
+                "message": {"text": record["message"].as_str().unwrap_or("a dst finding")},
+                "partialFingerprints": {"dstSignature/v1": fingerprint},
+            });
+            if let Some((file, line)) = record["location"].as_str().and_then(file_and_line) {
+                result["locations"] = json!([{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": file},
+                        "region": {"startLine": line.max(1)},
+                    }
+                }]);
+            }
+            result
+        })
+        .collect();
+    let out = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "dst",
+                "informationUri": "https://github.com/dst",
+                "rules": rules.iter().map(|r| json!({"id": r, "shortDescription": {"text": r}})).collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }],
+    });
+    serde_json::to_string_pretty(&out).unwrap_or_default()
+}
+
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// JUnit XML: a test case per property (`properties`: `report::json`),
+/// failing when it fails, skipped when it was never reached; and one per
+/// crash or timeout finding in `failing`.
+pub fn junit(name: &str, properties: &Value, failing: &[Value]) -> String {
+    let mut cases = Vec::new();
+    let mut failures = 0;
+    let mut skipped = 0;
+    for property in properties.as_array().into_iter().flatten() {
+        let message = property["message"].as_str().unwrap_or("?");
+        let kind = property["kind"].as_str().unwrap_or("property");
+        let body = match property["status"].as_str() {
+            Some("failing") => {
+                failures += 1;
+                format!(
+                    "<failure message=\"{}\">counterexample {}</failure>",
+                    xml(message),
+                    xml(property["first_counterexample"].as_str().unwrap_or("?"))
+                )
+            }
+            Some("unfound") => {
+                skipped += 1;
+                "<skipped message=\"never reached\"/>".to_string()
+            }
+            _ => String::new(),
+        };
+        cases.push(format!(
+            "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>",
+            xml(kind),
+            xml(message)
+        ));
+    }
+    for record in failing.iter().filter(|r| r["kind"] != "property") {
+        failures += 1;
+        let text = record["message"].as_str().unwrap_or("a finding");
+        cases.push(format!(
+            "    <testcase classname=\"{}\" name=\"{}\"><failure message=\"{}\"/></testcase>",
+            xml(record["kind"].as_str().unwrap_or("crash")),
+            xml(&rule(record)),
+            xml(text)
+        ));
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"dst: {}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n{}\n  </testsuite>\n</testsuites>\n",
+        xml(name),
+        cases.len(),
+        cases.join("\n")
+    )
+}
+
+/// The default time budget of a CI job.
+pub const DEFAULT_TIME: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_read_from_both_shapes() {
+        assert_eq!(
+            file_and_line("parse at /src/parser.c:24"),
+            Some(("/src/parser.c".into(), 24))
+        );
+        assert_eq!(
+            file_and_line("examples/bank/src/lib.rs:40:9"),
+            Some(("examples/bank/src/lib.rs".into(), 40))
+        );
+        assert_eq!(file_and_line("pc 0x1234"), None);
+    }
+
+    #[test]
+    fn junit_escapes_and_counts() {
+        let properties = json!([
+            {"message": "a < b", "kind": "always", "status": "failing", "first_counterexample": "ab"},
+            {"message": "seen", "kind": "sometimes", "status": "unfound"},
+            {"message": "ok", "kind": "always", "status": "passing"},
+        ]);
+        let crash = json!({"kind": "crash", "message": "boom & bust", "signature": {"kind": "crash", "cause": "SIGSEGV"}});
+        let text = junit("t", &properties, &[crash]);
+        assert!(
+            text.contains("tests=\"4\" failures=\"2\" skipped=\"1\""),
+            "{text}"
+        );
+        assert!(text.contains("name=\"a &lt; b\""), "{text}");
+        assert!(text.contains("boom &amp; bust"), "{text}");
+    }
+}

@@ -1,0 +1,136 @@
+//! `cargo dst-fuzz ci` in its code-change mode, on examples/wasm/lease.wat
+//! (a wasm module, so the job runs on every machine): a new finding fails
+//! the job and is written as SARIF and JUnit; the next job, with the bug
+//! still there, passes and lists it as still failing; with the bug fixed,
+//! it is resolved; a corpus entry that fails in a way no stored finding
+//! does is a regression, reported before any exploration.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+mod common;
+use common::{driver, root, text};
+
+fn ci(dir: &Path, module: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec![
+        "ci",
+        "lease",
+        "--wasm",
+        module.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ];
+    args.extend(extra);
+    let out = driver(dir, &args);
+    let summary = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("a JSON summary ({e}): {}", text(&out)));
+    (out.status.code(), summary)
+}
+
+#[test]
+fn a_code_change_job_fails_only_on_new_findings() {
+    let dir = std::env::temp_dir().join(format!("dst-ci-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let buggy = root().join("examples/wasm/lease.wat");
+    let source = std::fs::read_to_string(&buggy).unwrap();
+    assert!(source.contains("(then unreachable)"));
+    let fixed = dir.join("fixed.wat");
+    std::fs::write(&fixed, source.replace("(then unreachable)", "(then nop)")).unwrap();
+    let (sarif, junit): (PathBuf, PathBuf) = (dir.join("out.sarif"), dir.join("out.xml"));
+
+    // A new finding: exit 1, in the summary, SARIF and JUnit.
+    let (code, summary) = ci(
+        &dir,
+        &buggy,
+        &[
+            "--runs",
+            "200000",
+            "--seed",
+            "1",
+            "--stop-on-finding",
+            "--sarif",
+            sarif.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "{summary}");
+    assert_eq!(summary["new"].as_array().unwrap().len(), 1, "{summary}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+    assert_eq!(report["version"], "2.1.0");
+    let results = report["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{report}");
+    assert_eq!(results[0]["ruleId"], "trap: unreachable", "{report}");
+    let fingerprint = results[0]["partialFingerprints"]["dstSignature/v1"].clone();
+    assert!(
+        fingerprint.as_str().is_some_and(|f| f.len() == 16),
+        "{report}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.starts_with("<?xml") && xml.contains("<testcase "),
+        "{xml}"
+    );
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+
+    // The bug still there: the job passes, the finding still failing, and
+    // SARIF names it with the same fingerprint.
+    let (code, summary) = ci(
+        &dir,
+        &buggy,
+        &[
+            "--runs",
+            "3000",
+            "--seed",
+            "2",
+            "--sarif",
+            sarif.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{summary}");
+    assert_eq!(summary["new"].as_array().unwrap().len(), 0, "{summary}");
+    assert_eq!(
+        summary["still_failing"].as_array().unwrap().len(),
+        1,
+        "{summary}"
+    );
+    let report: Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+    assert_eq!(
+        report["runs"][0]["results"][0]["partialFingerprints"]["dstSignature/v1"],
+        fingerprint
+    );
+
+    // Fixed: resolved.
+    let (code, summary) = ci(&dir, &fixed, &["--runs", "3000", "--seed", "3"]);
+    assert_eq!(code, Some(0), "{summary}");
+    assert_eq!(
+        summary["resolved"].as_array().unwrap().len(),
+        1,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["still_failing"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+
+    // A corpus entry that fails with no finding stored: a regression,
+    // reported before exploring (no executions).
+    let findings = dir.join("findings/lease");
+    let folder = std::fs::read_dir(&findings)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let input = std::fs::read(folder.join("input")).unwrap();
+    std::fs::remove_dir_all(&findings).unwrap();
+    std::fs::write(dir.join("corpus/lease/regression"), input).unwrap();
+    let (code, summary) = ci(&dir, &buggy, &["--runs", "3000"]);
+    assert_eq!(code, Some(1), "{summary}");
+    assert_eq!(summary["new"].as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(summary["executions"], 0, "failed fast: {summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
