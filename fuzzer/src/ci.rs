@@ -19,7 +19,13 @@
 //! XML (`--junit FILE`: one test case per property, and one per crash or
 //! timeout finding). Both are written atomically.
 //!
-//! Not yet: `--mode batch` and `--mode prune`, corpus merging.
+//! `--mode prune` minimizes the corpus instead (as `afl-cmin` does): its
+//! entries, shortest first, are run once each, and an entry is kept only if
+//! it adds coverage no shorter entry had: an edge or decision-map slot at a
+//! hit-count class not seen yet, or a property's first hit, example,
+//! counterexample or better guidance. The others are deleted.
+//!
+//! Not yet: `--mode batch`, corpus merging.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -41,7 +47,7 @@ pub enum Mode {
     CodeChange,
     /// Every target sharing one time budget (not yet).
     Batch,
-    /// Minimize the corpus (not yet).
+    /// Minimize the corpus: keep the entries that add coverage.
     Prune,
 }
 
@@ -207,12 +213,15 @@ where
     F: Executor + 'static,
     M: FnOnce() -> Result<F, StoreError>,
 {
-    if ci.mode != Mode::CodeChange {
-        eprintln!(
-            "dst-fuzz: ci --mode {:?} is not implemented yet; code-change is",
-            ci.mode
-        );
-        return Ok(exit::USAGE);
+    match ci.mode {
+        Mode::CodeChange => {}
+        Mode::Prune => return prune(exec, catalog, options, json_out),
+        Mode::Batch => {
+            eprintln!(
+                "dst-fuzz: ci --mode batch is not implemented yet (code-change and prune are)"
+            );
+            return Ok(exit::USAGE);
+        }
     }
     let started = Instant::now();
     let stored = stored_findings(&options.findings_dir)?;
@@ -288,6 +297,99 @@ where
     } else {
         exit::FINDING
     })
+}
+
+/// AFL's hit-count classes: 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+.
+fn class(count: u8) -> u8 {
+    match count {
+        0 => 0,
+        1..=3 => count,
+        4..=7 => 4,
+        8..=15 => 5,
+        16..=31 => 6,
+        32..=127 => 7,
+        _ => 8,
+    }
+}
+
+/// `--mode prune` (see the module docs).
+fn prune<E: Executor>(
+    mut exec: E,
+    catalog: &[SiteInfo],
+    options: &Options,
+    json_out: bool,
+) -> Result<i32, StoreError> {
+    let dir = &options.corpus_dir;
+    let unreadable = |source| StoreError::Unreadable {
+        path: dir.clone(),
+        source,
+    };
+    let mut entries: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(read) => {
+            for entry in read {
+                let path = entry.map_err(unreadable)?.path();
+                if path.is_file() {
+                    let bytes = store::read_input(&path)?;
+                    entries.push((path, bytes));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(unreadable(e)),
+    }
+    entries.sort_by(|a, b| a.1.len().cmp(&b.1.len()).then_with(|| a.1.cmp(&b.1)));
+    let mut campaign = dst_kernel::Campaign::new(catalog.to_vec());
+    let mut seen = std::collections::HashSet::new();
+    let (mut kept, mut dropped) = (Vec::new(), Vec::new());
+    for (path, input) in entries {
+        let record = exec.run(&input);
+        let novelty = campaign.observe(&input, &record);
+        let coverage = exec.coverage();
+        let maps = [coverage.edges.to_vec(), coverage.decisions.to_vec()];
+        let mut adds = novelty.new_edges > 0
+            || !novelty.first_hit.is_empty()
+            || !novelty.first_example.is_empty()
+            || !novelty.first_counterexample.is_empty()
+            || !novelty.better_guidance.is_empty();
+        for (m, map) in maps.iter().enumerate() {
+            for (i, &count) in map.iter().enumerate() {
+                if count != 0 && seen.insert((m, i, class(count))) {
+                    adds = true;
+                }
+            }
+        }
+        if adds {
+            kept.push(path);
+        } else {
+            dropped.push(path);
+        }
+    }
+    // Every decision is made before anything is deleted.
+    for path in &dropped {
+        std::fs::remove_file(path).map_err(|source| StoreError::Unwritable {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    eprintln!(
+        "dst-fuzz: ci {}: pruned the corpus to {} of {} entries",
+        options.name,
+        kept.len(),
+        kept.len() + dropped.len()
+    );
+    if json_out {
+        println!(
+            "{}",
+            json!({
+                "mode": "prune",
+                "target": options.name,
+                "kept": kept.len(),
+                "dropped": dropped.len(),
+            })
+        );
+    }
+    Ok(exit::OK)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), StoreError> {

@@ -2,8 +2,9 @@
 //! (a wasm module, so the job runs on every machine): a new finding fails
 //! the job and is written as SARIF and JUnit; the next job, with the bug
 //! still there, passes and lists it as still failing; with the bug fixed,
-//! it is resolved; a corpus entry that fails in a way no stored finding
-//! does is a regression, reported before any exploration.
+//! it is resolved; `--mode prune` keeps only the corpus entries that add
+//! coverage; a corpus entry that fails in a way no stored finding does is a
+//! regression, reported before any exploration.
 
 use std::path::{Path, PathBuf};
 
@@ -114,6 +115,30 @@ fn a_code_change_job_fails_only_on_new_findings() {
         summary["still_failing"].as_array().unwrap().len(),
         0,
         "{summary}"
+    );
+
+    // Prune: the corpus keeps only entries that add coverage.
+    let corpus = dir.join("corpus/lease");
+    let count = || std::fs::read_dir(&corpus).unwrap().count();
+    let before = count();
+    let (code, summary) = ci(&dir, &buggy, &["--mode", "prune"]);
+    assert_eq!(code, Some(0), "{summary}");
+    let kept = summary["kept"].as_u64().unwrap() as usize;
+    assert_eq!(
+        kept + summary["dropped"].as_u64().unwrap() as usize,
+        before,
+        "{summary}"
+    );
+    assert!(
+        kept >= 1 && kept < before,
+        "{before} entries pruned to {kept}"
+    );
+    assert_eq!(count(), kept);
+    let (code, summary) = ci(&dir, &buggy, &["--mode", "prune"]);
+    assert_eq!(
+        (code, summary["dropped"].as_u64()),
+        (Some(0), Some(0)),
+        "pruned already: {summary}"
     );
 
     // A corpus entry that fails with no finding stored: a regression,
