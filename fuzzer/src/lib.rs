@@ -5,7 +5,8 @@
 //!
 //! How the parts fit:
 //! - [`target!`] turns a closure into a target binary whose command line
-//!   ([`cli`]) offers `fuzz`, `replay`, `minimize`, `report` and `catalog`;
+//!   ([`cli`]) offers `fuzz`, `ci`, `replay`, `minimize`, `report` and
+//!   `catalog`;
 //!   the `cargo-dst-fuzz` binary ([`driver`]) builds targets (with sanitizer
 //!   coverage on the user's crates) and calls those commands, or explores
 //!   another program itself (`--cmd`). [`args`] defines the flags both share.
@@ -14,6 +15,8 @@
 //!   its fork server (`dst_executors::Process`). `feedback` (crate-private)
 //!   holds the observers, feedbacks and objective that read the region;
 //!   `mutators` edits whole decisions.
+//! - [`ci`] is a CI job over any executor (replay what is stored, then
+//!   explore; SARIF and JUnit out).
 //! - [`store`] keeps corpus, campaign and findings on disk with atomic
 //!   writes; [`report`] prints the property table; [`exit`] is the one
 //!   table of exit statuses.
