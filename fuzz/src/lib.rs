@@ -6,3 +6,6 @@
 //!   reading an accepted region (input, events, decisions) never panics.
 //! - `campaign_file`: any bytes given as a saved campaign are either a
 //!   campaign or an error, never a panic.
+//! - `guest_elf`: a scribbled ELF is loaded or refused by the emulator's
+//!   loader, the KVM executor's check and the catalog readers, never with
+//!   a panic.

@@ -55,3 +55,15 @@ fn the_campaign_parser_never_panics() {
         assert_eq!(status, "passing", "{message}");
     }
 }
+
+#[test]
+fn the_guest_loaders_never_panic_on_a_scribbled_elf() {
+    let summary = explore(env!("CARGO_BIN_EXE_guest_elf"), "guest-elf");
+    assert!(
+        summary["findings"].as_array().unwrap().is_empty(),
+        "{summary}"
+    );
+    for (message, status) in statuses(&summary) {
+        assert_eq!(status, "passing", "{message}");
+    }
+}
