@@ -21,7 +21,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::args::{CampaignArgs, MinimizeArgs, ReplayArgs};
 use crate::exit;
@@ -73,6 +73,21 @@ pub struct Cli {
     pub command: Cmd,
 }
 
+/// The level a command's target is at, when it is not a target of the
+/// fuzz crate: a program (`--cmd`), a wasm module, a riscv program, a KVM
+/// guest (each group's own flags; they exclude one another).
+#[derive(Args, Debug, Clone)]
+pub struct Levels {
+    #[command(flatten)]
+    pub cmd: CmdArgs,
+    #[command(flatten)]
+    pub wasm: WasmArgs,
+    #[command(flatten)]
+    pub riscv: RiscvArgs,
+    #[command(flatten)]
+    pub kvm: KvmArgs,
+}
+
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Create a fuzz/ folder with one example target in the crate here.
@@ -96,13 +111,7 @@ pub enum Cmd {
         #[command(flatten)]
         args: CampaignArgs,
         #[command(flatten)]
-        cmd: CmdArgs,
-        #[command(flatten)]
-        wasm: WasmArgs,
-        #[command(flatten)]
-        riscv: RiscvArgs,
-        #[command(flatten)]
-        kvm: KvmArgs,
+        level: Levels,
     },
     /// A CI job, as ClusterFuzzLite's code-change mode: replay every stored
     /// finding (still failing, or resolved) and corpus entry (a regression
@@ -117,13 +126,7 @@ pub enum Cmd {
         #[command(flatten)]
         ci: crate::ci::CiArgs,
         #[command(flatten)]
-        cmd: CmdArgs,
-        #[command(flatten)]
-        wasm: WasmArgs,
-        #[command(flatten)]
-        riscv: RiscvArgs,
-        #[command(flatten)]
-        kvm: KvmArgs,
+        level: Levels,
     },
     /// Reproduce and explain a run: `replay NAME FILE`, or
     /// `replay FILE --cmd -- ./service ARGS`.
@@ -134,13 +137,7 @@ pub enum Cmd {
         #[command(flatten)]
         replay: ReplayArgs,
         #[command(flatten)]
-        cmd: CmdArgs,
-        #[command(flatten)]
-        wasm: WasmArgs,
-        #[command(flatten)]
-        riscv: RiscvArgs,
-        #[command(flatten)]
-        kvm: KvmArgs,
+        level: Levels,
     },
     /// Shrink a failing input: `minimize NAME FILE`, or
     /// `minimize FILE --cmd -- ./service ARGS`.
@@ -151,13 +148,7 @@ pub enum Cmd {
         #[command(flatten)]
         minimize: MinimizeArgs,
         #[command(flatten)]
-        cmd: CmdArgs,
-        #[command(flatten)]
-        wasm: WasmArgs,
-        #[command(flatten)]
-        riscv: RiscvArgs,
-        #[command(flatten)]
-        kvm: KvmArgs,
+        level: Levels,
     },
     /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
     Report {
@@ -165,13 +156,7 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        cmd: CmdArgs,
-        #[command(flatten)]
-        wasm: WasmArgs,
-        #[command(flatten)]
-        riscv: RiscvArgs,
-        #[command(flatten)]
-        kvm: KvmArgs,
+        level: Levels,
     },
     /// Check a history of any system for linearizability: Jepsen logs (as
     /// Jepsen's etcd tests write them), EDN events (Porcupine's key-value
@@ -244,10 +229,13 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Run {
             name,
             args,
-            cmd,
-            wasm,
-            riscv,
-            kvm,
+            level:
+                Levels {
+                    cmd,
+                    wasm,
+                    riscv,
+                    kvm,
+                },
         } => {
             if wasm.wasm.is_some() {
                 let name = name.unwrap_or_else(|| wasm.name());
@@ -276,10 +264,13 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             name,
             mut args,
             ci,
-            cmd,
-            wasm,
-            riscv,
-            kvm,
+            level:
+                Levels {
+                    cmd,
+                    wasm,
+                    riscv,
+                    kvm,
+                },
         } => {
             if args.runs.is_none() && args.time.is_none() {
                 args.time = Some(crate::ci::DEFAULT_TIME);
@@ -350,10 +341,13 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Replay {
             args,
             replay,
-            cmd,
-            wasm,
-            riscv,
-            kvm,
+            level:
+                Levels {
+                    cmd,
+                    wasm,
+                    riscv,
+                    kvm,
+                },
         } => {
             let alone =
                 cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some() || kvm.kvm.is_some();
@@ -371,10 +365,13 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Minimize {
             args,
             minimize,
-            cmd,
-            wasm,
-            riscv,
-            kvm,
+            level:
+                Levels {
+                    cmd,
+                    wasm,
+                    riscv,
+                    kvm,
+                },
         } => {
             let alone =
                 cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some() || kvm.kvm.is_some();
@@ -391,10 +388,13 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Report {
             name,
             json,
-            cmd,
-            wasm,
-            riscv,
-            kvm,
+            level:
+                Levels {
+                    cmd,
+                    wasm,
+                    riscv,
+                    kvm,
+                },
         } => {
             if let Some(exec) = riscv.executor(&cmd.command)? {
                 let name = name.unwrap_or_else(|| riscv.name());
@@ -644,13 +644,13 @@ mod tests {
             "--quiet",
         ]);
         let Cmd::Run {
-            name, args, cmd, ..
+            name, args, level, ..
         } = cli.command
         else {
             panic!("not run")
         };
         assert_eq!(name.as_deref(), Some("bank"));
-        assert!(!cmd.cmd);
+        assert!(!level.cmd.cmd);
         assert_eq!(
             (args.runs, args.shrink_budget, args.quiet),
             (Some(9), 3, true)
