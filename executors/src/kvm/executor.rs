@@ -280,7 +280,20 @@ impl Kvm {
         }
     }
 
+    /// Completes the port I/O the last exit left pending, without running
+    /// the guest (KVM_RUN with `immediate_exit`, as the KVM API documents):
+    /// on hardware KVM the OUT instruction is skipped only at the next
+    /// KVM_RUN, which would skip an instruction of whatever state the
+    /// executor sets (a snapshot's, a resumed program's); kvm-pvm has
+    /// already skipped it, and this is a no-op there.
+    fn complete_io(&mut self) {
+        self.vm.vcpu.get_kvm_run().immediate_exit = 1;
+        let _ = self.vm.vcpu.run();
+        self.watchdog.clear_unless_fired();
+    }
+
     fn take_snapshot(&mut self, writable: &[(u64, u64)]) -> Result<(), String> {
+        self.complete_io();
         let regs = self
             .vm
             .vcpu
@@ -329,6 +342,7 @@ impl Kvm {
     }
 
     fn restore(&mut self) -> Result<(), String> {
+        self.complete_io();
         match self.reset {
             Reset::Copy => {
                 for (at, bytes) in &self.snapshot.ranges {
@@ -474,6 +488,7 @@ impl Kvm {
 
     /// Answers a faulting CPUID from the VM's table and returns after it.
     fn answer_cpuid(&mut self, rip: u64) -> Result<(), String> {
+        self.complete_io();
         let (_, rflags, rsp) = self
             .vm
             .exception_frame()
@@ -505,6 +520,7 @@ impl Kvm {
     /// level's clock) and returns to the program after it.
     fn answer_rdtsc(&mut self, rip: u64) -> Result<(), String> {
         let len = self.is_rdtsc(rip).expect("checked");
+        self.complete_io();
         let (_, rflags, rsp) = self
             .vm
             .exception_frame()

@@ -99,6 +99,21 @@ impl Watchdog {
     }
 }
 
+impl Watchdog {
+    /// Clears `immediate_exit` after the caller set it itself (to complete
+    /// a pending I/O without running the guest), unless the watchdog fired
+    /// meanwhile: its kick must not be lost.
+    pub fn clear_unless_fired(&self) {
+        let (lock, _) = &*self.shared;
+        let state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if !state.fired {
+            // SAFETY: as in `disarm`: the byte is valid while the vCPU is,
+            // and the watchdog writes it only under this lock.
+            unsafe { self.byte.write_volatile(0) };
+        }
+    }
+}
+
 impl Drop for Watchdog {
     fn drop(&mut self) {
         {
