@@ -88,6 +88,72 @@ pub struct Levels {
     pub kvm: KvmArgs,
 }
 
+impl Levels {
+    /// Whether the target is given by a level flag (not a fuzz-crate name).
+    fn alone(&self) -> bool {
+        self.cmd.cmd
+            || self.wasm.wasm.is_some()
+            || self.riscv.riscv.is_some()
+            || self.kvm.kvm.is_some()
+    }
+
+    /// The default name of that target's files.
+    fn name(&self) -> Option<String> {
+        if self.kvm.kvm.is_some() {
+            Some(self.kvm.name())
+        } else if self.riscv.riscv.is_some() {
+            Some(self.riscv.name())
+        } else if self.wasm.wasm.is_some() {
+            Some(self.wasm.name())
+        } else {
+            self.cmd.cmd.then(|| self.cmd.name())
+        }
+    }
+
+    /// The flags that name the target again, for a finding's replay
+    /// command.
+    fn target(&self) -> Option<String> {
+        if let Some(guest) = &self.kvm.kvm {
+            Some(format!("--kvm {}", guest.display()))
+        } else if let Some(program) = &self.riscv.riscv {
+            Some(format!("--riscv {}", program.display()))
+        } else if let Some(module) = &self.wasm.wasm {
+            Some(format!("--wasm {}", module.display()))
+        } else if self.cmd.cmd {
+            let line: Vec<String> = self
+                .cmd
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            Some(format!("--cmd -- {}", line.join(" ")))
+        } else {
+            None
+        }
+    }
+
+    /// The executor this driver runs itself for that target (`None`: a
+    /// target binary of the fuzz crate, which runs its own).
+    fn direct(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<Box<dyn dst_executors::Executor>>, Failure> {
+        if let Some(exec) = self.kvm.executor(timeout)? {
+            return Ok(Some(Box::new(exec)));
+        }
+        if let Some(exec) = self.wasm.executor(&self.cmd.command)? {
+            return Ok(Some(Box::new(exec)));
+        }
+        if let Some(exec) = self.riscv.executor(&self.cmd.command)? {
+            return Ok(Some(Box::new(exec)));
+        }
+        Ok(self
+            .cmd
+            .process(timeout)?
+            .map(|e| Box::new(e) as Box<dyn dst_executors::Executor>))
+    }
+}
+
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Create a fuzz/ folder with one example target in the crate here.
@@ -226,32 +292,25 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
         Cmd::Build { name } => fuzz.build(&name).map(|_| exit::OK),
-        Cmd::Run {
-            name,
-            args,
-            level:
-                Levels {
-                    cmd,
-                    wasm,
-                    riscv,
-                    kvm,
-                },
-        } => {
+        Cmd::Run { name, args, level } => {
+            let Levels {
+                cmd,
+                wasm,
+                riscv,
+                kvm,
+            } = &level;
+            let name = name.or_else(|| level.name());
             if wasm.wasm.is_some() {
-                let name = name.unwrap_or_else(|| wasm.name());
-                return wasm::run(&fuzz, &name, &wasm, &cmd.command, &args);
+                return wasm::run(&fuzz, &name.expect("named"), wasm, &cmd.command, &args);
             }
             if kvm.kvm.is_some() {
-                let name = name.unwrap_or_else(|| kvm.name());
-                return kvm::run(&fuzz, &name, &kvm, &args);
+                return kvm::run(&fuzz, &name.expect("named"), kvm, &args);
             }
             if riscv.riscv.is_some() {
-                let name = name.unwrap_or_else(|| riscv.name());
-                return riscv::run(&fuzz, &name, &riscv, &cmd.command, &args);
+                return riscv::run(&fuzz, &name.expect("named"), riscv, &cmd.command, &args);
             }
             if cmd.cmd {
-                let name = name.unwrap_or_else(|| cmd.name());
-                return cmd::run(&fuzz, &name, &cmd, &args);
+                return cmd::run(&fuzz, &name.expect("named"), cmd, &args);
             }
             let name = name.ok_or((exit::USAGE, "which target? `run NAME`".to_string()))?;
             let binary = fuzz.build(&name)?;
@@ -264,37 +323,17 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             name,
             mut args,
             ci,
-            level:
-                Levels {
-                    cmd,
-                    wasm,
-                    riscv,
-                    kvm,
-                },
+            level,
         } => {
             if args.runs.is_none() && args.time.is_none() {
                 args.time = Some(crate::ci::DEFAULT_TIME);
             }
             let timeout = std::time::Duration::from_millis(args.timeout_ms);
-            let direct_name = if let Some(guest) = &kvm.kvm {
-                Some((kvm.name(), format!("--kvm {}", guest.display())))
-            } else if let Some(program) = &riscv.riscv {
-                Some((riscv.name(), format!("--riscv {}", program.display())))
-            } else if let Some(module) = &wasm.wasm {
-                Some((wasm.name(), format!("--wasm {}", module.display())))
-            } else if cmd.cmd {
-                let line: Vec<String> = cmd
-                    .command
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect();
-                Some((cmd.name(), format!("--cmd -- {}", line.join(" "))))
-            } else {
-                None
-            };
-            if let Some((default_name, target)) = direct_name {
-                let exec = direct(&cmd, &wasm, &riscv, &kvm, timeout)?.expect("a direct target");
-                let name = name.unwrap_or(default_name);
+            if let Some(exec) = level.direct(timeout)? {
+                let name = name
+                    .or_else(|| level.name())
+                    .expect("a direct target is named");
+                let target = level.target().expect("a direct target");
                 let mut options = args.options(
                     &name,
                     fuzz.corpus(&name),
@@ -307,7 +346,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 let catalog = exec.catalog().to_vec();
                 // A VM belongs to the process that made it: the forked
                 // client makes its own; other executors move there.
-                let guest = kvm.kvm.clone();
+                let guest = level.kvm.kvm.clone();
                 type Make = Box<
                     dyn FnOnce() -> Result<
                         Box<dyn dst_executors::Executor>,
@@ -341,18 +380,10 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Replay {
             args,
             replay,
-            level:
-                Levels {
-                    cmd,
-                    wasm,
-                    riscv,
-                    kvm,
-                },
+            level,
         } => {
-            let alone =
-                cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some() || kvm.kvm.is_some();
-            let (name, file) = name_and_file(&args, alone, "replay")?;
-            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, &kvm, replay.timeout())? {
+            let (name, file) = name_and_file(&args, level.alone(), "replay")?;
+            if let Some(mut exec) = level.direct(replay.timeout())? {
                 let input = crate::store::read_input(&file).map_err(store_failure)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
                     .map_err(store_failure);
@@ -365,18 +396,10 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Minimize {
             args,
             minimize,
-            level:
-                Levels {
-                    cmd,
-                    wasm,
-                    riscv,
-                    kvm,
-                },
+            level,
         } => {
-            let alone =
-                cmd.cmd || wasm.wasm.is_some() || riscv.riscv.is_some() || kvm.kvm.is_some();
-            let (name, file) = name_and_file(&args, alone, "minimize")?;
-            if let Some(mut exec) = direct(&cmd, &wasm, &riscv, &kvm, minimize.timeout())? {
+            let (name, file) = name_and_file(&args, level.alone(), "minimize")?;
+            if let Some(mut exec) = level.direct(minimize.timeout())? {
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
                     .map_err(store_failure);
             }
@@ -385,36 +408,19 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             flags.extend(minimize.to_args());
             call(&name, &binary, &flags)
         }
-        Cmd::Report {
-            name,
-            json,
-            level:
-                Levels {
-                    cmd,
-                    wasm,
-                    riscv,
-                    kvm,
-                },
-        } => {
-            if let Some(exec) = riscv.executor(&cmd.command)? {
-                let name = name.unwrap_or_else(|| riscv.name());
-                return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
+        Cmd::Report { name, json, level } => {
+            if level.cmd.cmd {
+                // From the program's ELF, without starting it.
+                let name = name.unwrap_or_else(|| level.cmd.name());
+                let catalog = level.cmd.catalog()?;
+                return crate::cli::report_command(&fuzz.campaign(&name), &catalog, json)
                     .map_err(store_failure);
             }
-            if let Some(exec) = kvm.executor(std::time::Duration::from_secs(1))? {
-                let name = name.unwrap_or_else(|| kvm.name());
+            if let Some(exec) = level.direct(std::time::Duration::from_secs(1))? {
+                let name = name
+                    .or_else(|| level.name())
+                    .expect("a direct target is named");
                 return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
-                    .map_err(store_failure);
-            }
-            if wasm.wasm.is_some() {
-                let name = name.unwrap_or_else(|| wasm.name());
-                let exec = wasm.executor(&cmd.command)?.expect("--wasm was given");
-                return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
-                    .map_err(store_failure);
-            }
-            if cmd.cmd {
-                let name = name.unwrap_or_else(|| cmd.name());
-                return crate::cli::report_command(&fuzz.campaign(&name), &cmd.catalog()?, json)
                     .map_err(store_failure);
             }
             let name = name.ok_or((exit::USAGE, "which target? `report NAME`".to_string()))?;
@@ -552,29 +558,6 @@ fn explore_with<E: dst_executors::Executor + 'static>(
         quiet: args.quiet,
     };
     crate::cli::campaign(make, catalog, &options, args.jobs, output).map_err(store_failure)
-}
-
-/// The executor this driver runs itself, for a target named by `--wasm` or
-/// `--cmd` (`None`: a target binary of the fuzz crate, which runs its own).
-fn direct(
-    cmd: &CmdArgs,
-    wasm: &WasmArgs,
-    riscv: &RiscvArgs,
-    kvm: &KvmArgs,
-    timeout: std::time::Duration,
-) -> Result<Option<Box<dyn dst_executors::Executor>>, Failure> {
-    if let Some(exec) = kvm.executor(timeout)? {
-        return Ok(Some(Box::new(exec)));
-    }
-    if let Some(exec) = wasm.executor(&cmd.command)? {
-        return Ok(Some(Box::new(exec)));
-    }
-    if let Some(exec) = riscv.executor(&cmd.command)? {
-        return Ok(Some(Box::new(exec)));
-    }
-    Ok(cmd
-        .process(timeout)?
-        .map(|e| Box::new(e) as Box<dyn dst_executors::Executor>))
 }
 
 fn store_failure(err: crate::store::StoreError) -> Failure {
