@@ -22,6 +22,7 @@
 //! The two guest levels answer dst.h's calls alike ([`guest`]) and read
 //! their catalog from the ELF ([`elf`]).
 
+pub mod clock;
 pub mod edges;
 pub mod elf;
 pub mod fork;

@@ -496,6 +496,20 @@ pub struct SiteText<'a> {
     pub name: Option<&'a str>,
 }
 
+impl<'a> SiteText<'a> {
+    /// A site named by `name` alone (an executor's own decision: its
+    /// clock, its scheduler), its id the name's `catalog::site_hash`.
+    pub fn named(name: &'a str) -> SiteText<'a> {
+        SiteText {
+            id: crate::catalog::site_hash(name, 0, 0),
+            file: name,
+            line: 0,
+            column: 0,
+            name: None,
+        }
+    }
+}
+
 impl DecisionSite<'_> {
     fn id(self) -> u32 {
         match self {

@@ -30,9 +30,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
-use dst::decision::{Kind, Value};
 use dst::region::{Layout, Region, RegionRef};
-use dst::runtime::SiteText;
 use dst_kernel::executor::region_map;
 use dst_kernel::{Coverage, End, Executor, Map};
 use kvm_bindings::{kvm_fpu, kvm_regs};
@@ -516,8 +514,8 @@ impl Kvm {
         }
     }
 
-    /// Answers an RDTSC with virtual time (a decided step, as every
-    /// level's clock) and returns to the program after it.
+    /// Answers an RDTSC with virtual time (`crate::clock`) and returns to
+    /// the program after it.
     fn answer_rdtsc(&mut self, rip: u64) -> Result<(), String> {
         let len = self.is_rdtsc(rip).expect("checked");
         self.complete_io();
@@ -525,15 +523,7 @@ impl Kvm {
             .vm
             .exception_frame()
             .ok_or("cannot read the exception frame")?;
-        let site = SiteText {
-            id: dst::catalog::site_hash("dst kvm: rdtsc", 0, 0),
-            file: "dst kvm: rdtsc",
-            line: 0,
-            column: 0,
-            name: None,
-        };
-        let jump = dst::runtime::decide_for(Kind::Below, site, &mut [0], Value::Mod(256)) >= 0xF0;
-        self.now += if jump { 1 << 34 } else { 1_000 };
+        self.now += crate::clock::step("dst kvm: rdtsc", "dst kvm: rdtsc jump");
         let mut regs = self
             .vm
             .vcpu

@@ -673,27 +673,10 @@ impl Machine {
         }
     }
 
-    /// One clock reading: advance virtual time by the decided step
-    /// (nominally 1 us; when the byte is 0xF0 or more, a jump of 1 to 600
-    /// s).
+    /// One clock reading: virtual time advances by the decided step
+    /// (`crate::clock`).
     fn tick(&mut self) -> u64 {
-        let step = if decide(
-            Kind::Below,
-            "dst emulator: clock",
-            &mut [0],
-            Value::Mod(256),
-        ) >= 0xF0
-        {
-            let mut seconds = [0u8; 2];
-            (1 + decide(
-                Kind::Below,
-                "dst emulator: clock jump",
-                &mut seconds,
-                Value::Mod(600),
-            )) * 1_000_000_000
-        } else {
-            1_000
-        };
+        let step = crate::clock::step("dst emulator: clock", "dst emulator: clock jump");
         self.now = self.now.saturating_add(step);
         self.now
     }
@@ -714,18 +697,7 @@ impl Machine {
 
 /// A decision of the system layer at the site named `name`.
 pub(super) fn decide(kind: Kind, name: &'static str, bytes: &mut [u8], value: Value) -> u64 {
-    dst::runtime::decide_for(
-        kind,
-        SiteText {
-            id: dst::catalog::site_hash(name, 0, 0),
-            file: name,
-            line: 0,
-            column: 0,
-            name: None,
-        },
-        bytes,
-        value,
-    )
+    dst::runtime::decide_for(kind, SiteText::named(name), bytes, value)
 }
 
 /// The name of riscv64 Linux system call `number` (asm-generic numbering),

@@ -130,14 +130,7 @@ fn decide(name: &str, bytes: &mut [u8], value: Value) -> u64 {
     } else {
         Kind::Change
     };
-    let site = SiteText {
-        id: dst::catalog::site_hash(name, 0, 0),
-        file: name,
-        line: 0,
-        column: 0,
-        name: None,
-    };
-    decide_for(kind, site, bytes, value)
+    decide_for(kind, SiteText::named(name), bytes, value)
 }
 
 impl Machine {

@@ -57,10 +57,6 @@ pub const ESPIPE: i32 = 70;
 /// Virtual time at the start of every run: the realtime clock reads
 /// 2024-01-01T00:00:00Z; the monotonic clock reads zero.
 const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
-/// The nominal advance of one clock reading.
-const STEP_NS: u64 = 1_000;
-/// The longest decided jump, in seconds.
-const MAX_JUMP_S: u64 = 600;
 
 /// What WASI calls see and leave, per run.
 #[derive(Debug, Default)]
@@ -98,13 +94,10 @@ impl Host {
         result
     }
 
-    /// One clock reading: advance virtual time by the decided step.
+    /// One clock reading: virtual time advances by the decided step
+    /// (`crate::clock`).
     fn tick(&mut self) -> u64 {
-        let step = if dst::random::below(256) >= 0xF0 {
-            (1 + dst::random::below(MAX_JUMP_S)) * 1_000_000_000
-        } else {
-            STEP_NS
-        };
+        let step = crate::clock::step("dst wasi: clock", "dst wasi: clock jump");
         self.now = self.now.saturating_add(step);
         self.now
     }
@@ -216,7 +209,7 @@ pub fn define(linker: &mut Linker<Host>) -> Result<(), wasmi::errors::LinkerErro
                 if !(0..=3).contains(&id) {
                     return Some(EINVAL);
                 }
-                write_bytes(m, at, &STEP_NS.to_le_bytes()).map(|()| SUCCESS)
+                write_bytes(m, at, &crate::clock::STEP_NS.to_le_bytes()).map(|()| SUCCESS)
             })
         },
     )?;
