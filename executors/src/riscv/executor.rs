@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
-use dst::region::{Event, FLAG_EVENTS, FLAG_TRACE_SITES, Layout, Region, RegionRef, Step};
+use dst::region::{FLAG_EVENTS, FLAG_TRACE_SITES, Layout, Region, RegionRef, Step};
 use dst_kernel::executor::region_map;
 use dst_kernel::{Coverage, End, Executor, Map};
 
@@ -225,28 +225,18 @@ impl Emulator {
             });
         }
         self.machine.switches = switches;
-        let view = self.region.view();
         let calls: Vec<(String, i64)> = self
             .machine
             .calls
             .iter()
             .map(|&(n, r)| (syscall_name(n).to_string(), r))
             .collect();
-        view.push_event(&Event::Lifecycle {
-            name: crate::wasm::CALLS_EVENT.into(),
-            details: serde_json::to_string(&calls).ok(),
-        });
-        for (name, bytes) in [
-            (crate::wasm::STDOUT_EVENT, &self.machine.stdout),
-            (crate::wasm::STDERR_EVENT, &self.machine.stderr),
-        ] {
-            if !bytes.is_empty() {
-                view.push_event(&Event::Lifecycle {
-                    name: name.into(),
-                    details: Some(String::from_utf8_lossy(bytes).into_owned()),
-                });
-            }
-        }
+        crate::wasm::record_output(
+            self.region.view(),
+            Some(&calls),
+            &self.machine.stdout,
+            &self.machine.stderr,
+        );
     }
 
     /// The machine as the last run left it (its output, its calls).

@@ -385,22 +385,44 @@ impl Wasm {
 
     /// After a run with events recorded: its WASI calls and output.
     fn record_events(&self) {
-        let view = self.region.view();
         let host = self.live.store.data();
-        if let Some(calls) = &host.calls {
-            let details = serde_json::to_string(calls).unwrap_or_default();
+        let calls: Option<Vec<(String, i64)>> = host.calls.as_ref().map(|calls| {
+            calls
+                .iter()
+                .map(|(n, r)| (n.clone(), i64::from(*r)))
+                .collect()
+        });
+        record_output(
+            self.region.view(),
+            calls.as_deref(),
+            &host.stdout,
+            &host.stderr,
+        );
+    }
+}
+
+/// Leaves a sandboxed run's system calls (name and result; `None` when not
+/// recorded) and its output as the lifecycle events `replay` shows
+/// ([`CALLS_EVENT`], [`STDOUT_EVENT`], [`STDERR_EVENT`]): for every level
+/// whose system is dst's (this one, the emulator).
+pub(crate) fn record_output(
+    view: RegionRef<'_>,
+    calls: Option<&[(String, i64)]>,
+    stdout: &[u8],
+    stderr: &[u8],
+) {
+    if let Some(calls) = calls {
+        view.push_event(&Event::Lifecycle {
+            name: CALLS_EVENT.into(),
+            details: serde_json::to_string(calls).ok(),
+        });
+    }
+    for (name, bytes) in [(STDOUT_EVENT, stdout), (STDERR_EVENT, stderr)] {
+        if !bytes.is_empty() {
             view.push_event(&Event::Lifecycle {
-                name: CALLS_EVENT.into(),
-                details: Some(details),
+                name: name.into(),
+                details: Some(String::from_utf8_lossy(bytes).into_owned()),
             });
-        }
-        for (name, bytes) in [(STDOUT_EVENT, &host.stdout), (STDERR_EVENT, &host.stderr)] {
-            if !bytes.is_empty() {
-                view.push_event(&Event::Lifecycle {
-                    name: name.into(),
-                    details: Some(String::from_utf8_lossy(bytes).into_owned()),
-                });
-            }
         }
     }
 }
