@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 mod common;
-use common::{driver, root, text};
+use common::{driver, find_and_replay, root, text};
 
 /// Whether a VM can be made here (saying so when not).
 fn have_kvm() -> bool {
@@ -37,45 +37,13 @@ fn guest(tag: &str, source: &Path) -> (PathBuf, String) {
     (dir, elf)
 }
 
-/// Explores `elf` with seed 1 until a finding (not flaky), replays it, and
-/// returns the finding's record and what the replay showed.
-fn find_and_replay(dir: &Path, elf: &str) -> (Value, String) {
-    let run = driver(
-        dir,
-        &[
-            "run",
-            "--kvm",
-            elf,
-            "--runs",
-            "20000",
-            "--seed",
-            "1",
-            "--stop-on-finding",
-            "--json",
-            "--quiet",
-        ],
-    );
-    assert_eq!(run.status.code(), Some(1), "a finding: {}", text(&run));
-    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
-    let folder = PathBuf::from(summary["findings"][0]["path"].as_str().unwrap());
-    let record: Value =
-        serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
-    assert_eq!(record["flaky"], false, "{record}");
-    let input = folder.join("input");
-    let replay = driver(dir, &["replay", input.to_str().unwrap(), "--kvm", elf]);
-    let shown = text(&replay);
-    assert_eq!(replay.status.code(), Some(1), "{shown}");
-    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
-    (record, shown)
-}
-
 #[test]
 fn the_door_and_the_parser_are_found_shrunk_and_replayed() {
     if !have_kvm() {
         return;
     }
     let (dir, door) = guest("door", &root().join("examples/kvm/door.c"));
-    let (record, shown) = find_and_replay(&dir, &door);
+    let (record, shown) = find_and_replay(&dir, &["--kvm", &door], "20000");
     assert_eq!(
         record["signature"]["message"], "a locked door is closed",
         "{record}"
@@ -86,7 +54,7 @@ fn the_door_and_the_parser_are_found_shrunk_and_replayed() {
     );
 
     let (dir, parser) = guest("parser", &root().join("examples/kvm/parser.c"));
-    let (record, shown) = find_and_replay(&dir, &parser);
+    let (record, shown) = find_and_replay(&dir, &["--kvm", &parser], "20000");
     assert_eq!(record["signature"]["cause"], "page fault", "{record}");
     assert!(shown.contains("page fault at address 0x0 (read"), "{shown}");
     assert!(

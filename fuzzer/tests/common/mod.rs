@@ -34,6 +34,39 @@ pub fn text(output: &Output) -> String {
     )
 }
 
+/// Explores the target `level` names (`["--kvm", "guest.elf"]`) with
+/// explorer seed 1 until its first finding, which must not be flaky, then
+/// replays it, which must fail the same way three times; returns the
+/// finding's record and what the replay showed.
+pub fn find_and_replay(dir: &Path, level: &[&str], runs: &str) -> (serde_json::Value, String) {
+    let mut args = vec!["run"];
+    args.extend(level);
+    args.extend([
+        "--runs",
+        runs,
+        "--seed",
+        "1",
+        "--stop-on-finding",
+        "--json",
+        "--quiet",
+    ]);
+    let run = driver(dir, &args);
+    assert_eq!(run.status.code(), Some(1), "a finding: {}", text(&run));
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let folder = PathBuf::from(summary["findings"][0]["path"].as_str().unwrap());
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
+    assert_eq!(record["flaky"], false, "{record}");
+    let input = folder.join("input");
+    let mut args = vec!["replay", input.to_str().unwrap()];
+    args.extend(level);
+    let replay = driver(dir, &args);
+    let shown = text(&replay);
+    assert_eq!(replay.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+    (record, shown)
+}
+
 /// `source` built natively against libdst (built first) into `out`.
 pub fn native_with_libdst(source: &Path, out: &Path) {
     let status = Command::new(env!("CARGO"))
