@@ -230,12 +230,13 @@ static int dst__evaluate(uint64_t index, uint16_t kind, bool condition, double s
     return failed && !(previous & polarity);
 }
 
-static long dst__hc(long n, long a, long b, long c, long d, long e) {
+static long dst__hc(long n, long a, long b, long c, long d, long e, long f) {
     register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
     long result;
     __asm__ volatile("outb %%al, $0xE1"
                      : "=a"(result)
-                     : "a"(n), "D"(a), "S"(b), "d"(c), "c"(d), "r"(r8)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "c"(d), "r"(r8), "r"(r9)
                      : "memory");
     return result;
 }
@@ -293,8 +294,8 @@ extern void (*__init_array_end[])(void);
 
 __attribute__((noreturn, section(".text.dst_start"))) void _start(void) {
     for (void (**f)(void) = __init_array_start; f < __init_array_end; f++) (*f)();
-    dst__hc(DST_CALL_AT_MAIN, 0, 0, 0, 0, 0);
-    dst__hc(DST_CALL_EXIT, main(0, NULL), 0, 0, 0, 0);
+    dst__hc(DST_CALL_AT_MAIN, 0, 0, 0, 0, 0, 0);
+    dst__hc(DST_CALL_EXIT, main(0, NULL), 0, 0, 0, 0, 0);
     for (;;) __asm__ volatile("pause");
 }
 
@@ -314,10 +315,10 @@ void dst_assert_site(const struct dst_site *site, uint32_t *slot, bool condition
         uint64_t index = dst__index(site, slot);
         if (!dst__evaluate(index, site->kind, condition, 0, 0)) return;
         /* A first failure: the host reports it, with its details. */
-        dst__hc(DST_CALL_REPORT, (long)index, condition, (long)details_json, 0, 0);
+        dst__hc(DST_CALL_REPORT, (long)index, condition, (long)details_json, 0, 0, 0);
         return;
     }
-    dst__hc(DST_CALL_ASSERT, (long)site, condition, (long)details_json, 0, 0);
+    dst__hc(DST_CALL_ASSERT, (long)site, condition, (long)details_json, 0, 0, 0);
 }
 
 void dst_assert_cmp_site(const struct dst_site *site, uint32_t *slot, bool condition,
@@ -331,33 +332,18 @@ void dst_assert_cmp_site(const struct dst_site *site, uint32_t *slot, bool condi
                            ? -distance
                            : distance;
         if (!dst__evaluate(index, k, condition, score, 1)) return;
-        register long r8 __asm__("r8") = dst__bits(left);
-        register long r9 __asm__("r9") = dst__bits(right);
-        long result;
-        __asm__ volatile("outb %%al, $0xE1"
-                         : "=a"(result)
-                         : "a"((long)DST_CALL_REPORT), "D"((long)index), "S"((long)condition),
-                           "d"((long)details_json), "c"(1L), "r"(r8), "r"(r9)
-                         : "memory");
-        (void)result;
+        dst__hc(DST_CALL_REPORT, (long)index, condition, (long)details_json, 1, dst__bits(left),
+                dst__bits(right));
         return;
     }
-    /* The sixth argument (right's bits) goes in r9. */
-    register long r8 __asm__("r8") = dst__bits(left);
-    register long r9 __asm__("r9") = dst__bits(right);
-    long result;
-    __asm__ volatile("outb %%al, $0xE1"
-                     : "=a"(result)
-                     : "a"((long)DST_CALL_ASSERT), "D"((long)site), "S"((long)condition),
-                       "d"((long)details_json), "c"(1L), "r"(r8), "r"(r9)
-                     : "memory");
-    (void)result;
+    dst__hc(DST_CALL_ASSERT, (long)site, condition, (long)details_json, 1, dst__bits(left),
+            dst__bits(right));
 }
 
 uint64_t dst_random_u64_at(const char *file, uint32_t line, uint32_t *slot) {
     uint64_t v;
     if (dst__decide(DST_U64, dst__call_site(file, line, slot), 8, 0, &v)) return v;
-    return (uint64_t)dst__hc(DST_CALL_RANDOM_U64, 0, (long)file, line, 0, 0);
+    return (uint64_t)dst__hc(DST_CALL_RANDOM_U64, 0, (long)file, line, 0, 0, 0);
 }
 
 uint64_t dst_random_below_at(uint64_t n, const char *file, uint32_t line, uint32_t *slot) {
@@ -365,19 +351,19 @@ uint64_t dst_random_below_at(uint64_t n, const char *file, uint32_t line, uint32
     unsigned width = dst__below_width(n);
     if (width == 0) return 0;
     if (dst__decide(DST_BELOW, dst__call_site(file, line, slot), width, n, &v)) return v;
-    return (uint64_t)dst__hc(DST_CALL_RANDOM_BELOW, (long)n, (long)file, line, 0, 0);
+    return (uint64_t)dst__hc(DST_CALL_RANDOM_BELOW, (long)n, (long)file, line, 0, 0, 0);
 }
 
 bool dst_random_bool_at(const char *file, uint32_t line, uint32_t *slot) {
     uint64_t v;
     if (dst__decide(DST_BOOL, dst__call_site(file, line, slot), 1, 0, &v)) return v != 0;
-    return dst__hc(DST_CALL_RANDOM_BOOL, 0, (long)file, line, 0, 0) != 0;
+    return dst__hc(DST_CALL_RANDOM_BOOL, 0, (long)file, line, 0, 0, 0) != 0;
 }
 
 bool dst_fault_at(const char *name, const char *file, uint32_t line) {
     uint64_t v;
     if (name && dst__decide(DST_FAULT, dst__site_hash(name, 0), 1, 0, &v)) return v != 0;
-    return dst__hc(DST_CALL_FAULT, (long)name, (long)file, line, 0, 0) != 0;
+    return dst__hc(DST_CALL_FAULT, (long)name, (long)file, line, 0, 0, 0) != 0;
 }
 
 uint64_t dst_random_u64(void) { return dst_random_u64_at(NULL, 0, NULL); }
@@ -386,7 +372,7 @@ bool dst_random_bool(void) { return dst_random_bool_at(NULL, 0, NULL); }
 bool dst_fault(const char *name) { return dst_fault_at(name, NULL, 0); }
 
 void dst_setup_complete(const char *details_json) {
-    dst__hc(DST_CALL_SETUP_COMPLETE, (long)details_json, 0, 0, 0, 0);
+    dst__hc(DST_CALL_SETUP_COMPLETE, (long)details_json, 0, 0, 0, 0, 0);
 }
 
 void dst_run(void (*body)(void)) {
@@ -394,7 +380,7 @@ void dst_run(void (*body)(void)) {
 }
 
 void dst_send_event(const char *name, const char *details_json) {
-    dst__hc(DST_CALL_EVENT, (long)name, (long)details_json, 0, 0, 0);
+    dst__hc(DST_CALL_EVENT, (long)name, (long)details_json, 0, 0, 0, 0);
 }
 
 /* One thread: these are the plain operations. */
