@@ -515,9 +515,17 @@ impl Process {
             None => Symbolizer::new(Vec::new()).stack(&pcs),
         };
         let hash = symbolize::stack_hash(&frames);
-        let address = header.crash_address.load(Ordering::Relaxed);
+        // Only these signals carry a fault address; for the others (abort's
+        // SIGABRT) the field holds the sender's pid, which differs by run.
+        let address = match signal {
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE => format!(
+                ", fault address {:#x}",
+                header.crash_address.load(Ordering::Relaxed)
+            ),
+            _ => String::new(),
+        };
         let mut message = format!(
-            "killed by signal {signal} ({cause}), fault address {address:#x}, pc {:#x}, stack {hash:08x}",
+            "killed by signal {signal} ({cause}){address}, pc {:#x}, stack {hash:08x}",
             pcs[0]
         );
         for (i, frame) in frames.iter().enumerate() {

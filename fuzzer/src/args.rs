@@ -105,6 +105,10 @@ pub struct CampaignArgs {
     /// No status lines and no summary on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// A dictionary for the token mutators (AFL's and libFuzzer's format:
+    /// `name="value"` lines).
+    #[arg(long, value_name = "FILE")]
+    pub dict: Option<PathBuf>,
 }
 
 impl CampaignArgs {
@@ -128,6 +132,7 @@ impl CampaignArgs {
             status: !self.quiet,
             shrink_budget: self.shrink_budget,
             stop_on_finding: self.stop_on_finding,
+            dict: self.dict.clone(),
             ..Options::new(name, std::path::Path::new("."))
         }
     }
@@ -160,7 +165,11 @@ impl CampaignArgs {
                 args.push(flag.into());
             }
         }
-        args.into_iter().map(OsString::from).collect()
+        let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
+        if let Some(dict) = &self.dict {
+            args.extend(["--dict".into(), dict.clone().into_os_string()]);
+        }
+        args
     }
 }
 

@@ -60,6 +60,12 @@ enum Command {
         json: bool,
         #[arg(long)]
         campaign: Option<PathBuf>,
+        /// Also write the report as one self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// The campaign's findings folder (for --html).
+        #[arg(long)]
+        findings: Option<PathBuf>,
     },
     /// List every assertion and fault site of the binary.
     Catalog {
@@ -134,11 +140,21 @@ pub fn run(target: Target) -> i32 {
             let timeout = args.timeout();
             minimize(target, &file, args.out, args.budget, timeout)
         }
-        Command::Report { json, campaign } => report_command(
-            &campaign.unwrap_or_else(|| default_campaign(&name)),
-            &dst::catalog::sites(),
+        Command::Report {
             json,
-        ),
+            campaign,
+            html,
+            findings,
+        } => {
+            let findings =
+                findings.unwrap_or_else(|| Path::new("fuzz").join("findings").join(&name));
+            report_command(
+                &campaign.unwrap_or_else(|| default_campaign(&name)),
+                &dst::catalog::sites(),
+                json,
+                html.as_deref().map(|page| (page, findings.as_path())),
+            )
+        }
         Command::Run => {
             let mut target = target;
             let result = dst::thread::run_body(&mut target);
@@ -427,9 +443,27 @@ pub fn report_command(
     campaign_file: &Path,
     catalog: &[dst::catalog::SiteInfo],
     as_json: bool,
+    html: Option<(&Path, &Path)>,
 ) -> Result<i32, StoreError> {
     let campaign =
         store::load_campaign(campaign_file)?.unwrap_or_else(|| Campaign::new(catalog.to_vec()));
+    if let Some((page, findings_dir)) = html {
+        let name = campaign_file
+            .file_stem()
+            .map_or("campaign".into(), |s| s.to_string_lossy().into_owned());
+        let doc = report::document(
+            &name,
+            &campaign,
+            findings_dir,
+            &crate::stats::dir_for(campaign_file),
+        );
+        dst_kernel::write_atomic(page, crate::html::render(&doc).as_bytes()).map_err(|source| {
+            StoreError::Unwritable {
+                path: page.to_path_buf(),
+                source,
+            }
+        })?;
+    }
     if as_json {
         println!(
             "{}",

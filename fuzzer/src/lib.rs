@@ -18,8 +18,10 @@
 //! - [`ci`] is a CI job over any executor (replay what is stored, then
 //!   explore; SARIF and JUnit out).
 //! - [`store`] keeps corpus, campaign and findings on disk with atomic
-//!   writes; [`report`] prints the property table; [`exit`] is the one
-//!   table of exit statuses.
+//!   writes; [`stats`] the campaign over time (also as AFL's `plot_data`
+//!   and `fuzzer_stats`); [`report`] prints the property table and builds
+//!   the document [`html`] renders as one self-contained page; [`exit`] is
+//!   the one table of exit statuses.
 //!
 //! Only this crate names LibAFL types, and none of them is public.
 
@@ -27,13 +29,14 @@ pub mod args;
 pub mod ci;
 pub mod cli;
 pub mod driver;
-
 pub mod exit;
 pub mod explore;
 pub(crate) mod feedback;
+pub mod html;
 pub(crate) mod monitor;
 pub(crate) mod mutators;
 pub mod report;
+pub mod stats;
 pub mod store;
 
 /// Defines a target binary's `main` from a closure using the `dst` API:

@@ -215,3 +215,91 @@ where
         Ok(())
     }
 }
+
+/// Whether the current testcase took a buffer length decision (a
+/// libFuzzer harness's input), so [`BufferHavoc`] has work.
+pub fn has_buffer<S: HasCurrentTestcase<BytesInput>>(state: &S) -> bool {
+    state.current_testcase().is_ok_and(|t| {
+        t.metadata::<DecisionSpans>().is_ok_and(|s| {
+            s.spans
+                .iter()
+                .any(|&(_, w, k)| k == Kind::Length as u8 && w == 4)
+        })
+    })
+}
+
+/// Byte-level havoc (LibAFL's, with tokens) on the bytes of one buffer
+/// decision: a [`Kind::Length`] decision and the fill after it, as a
+/// libFuzzer harness's input is taken. The length is rewritten to the new
+/// size, so insertions and deletions change the buffer, not what follows
+/// it (the code under test's own decisions keep their bytes).
+pub struct BufferHavoc<M> {
+    inner: M,
+}
+
+impl<M> BufferHavoc<M> {
+    pub fn new(inner: M) -> BufferHavoc<M> {
+        BufferHavoc { inner }
+    }
+}
+
+impl<M> Named for BufferHavoc<M> {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("BufferHavoc");
+        &NAME
+    }
+}
+
+impl<M, S> Mutator<BytesInput, S> for BufferHavoc<M>
+where
+    M: Mutator<BytesInput, S>,
+    S: HasRand + HasCurrentTestcase<BytesInput>,
+{
+    fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
+        let buffers: Vec<(usize, usize)> = {
+            let testcase = state.current_testcase()?;
+            let Ok(spans) = testcase.metadata::<DecisionSpans>() else {
+                return Ok(MutationResult::Skipped);
+            };
+            let spans = &spans.spans;
+            spans
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.2 == Kind::Length as u8 && s.1 == 4)
+                .map(|(i, &(offset, _, _))| {
+                    // The fill that follows (none for an empty buffer).
+                    let len = spans
+                        .get(i + 1)
+                        .filter(|n| n.0 == offset + 4 && Kind::from_u8(n.2) == Some(Kind::Fill))
+                        .map_or(0, |n| n.1 as usize);
+                    (offset as usize, len)
+                })
+                .collect()
+        };
+        if buffers.is_empty() {
+            return Ok(MutationResult::Skipped);
+        }
+        let (offset, len) = buffers[pick(state.rand_mut(), buffers.len())];
+        let bytes = input.as_mut();
+        ensure_explicit(bytes, offset + 4 + len);
+        let start = SEED_BYTES + offset + 4;
+        let mut buffer = BytesInput::new(bytes[start..start + len].to_vec());
+        if self.inner.mutate(state, &mut buffer)? == MutationResult::Skipped {
+            return Ok(MutationResult::Skipped);
+        }
+        let data: &[u8] = buffer.as_ref();
+        let new_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let data = &data[..new_len as usize];
+        let bytes = input.as_mut();
+        let rest = bytes.split_off(start + len);
+        bytes.truncate(start - 4);
+        bytes.extend_from_slice(&new_len.to_be_bytes());
+        bytes.extend_from_slice(data);
+        bytes.extend_from_slice(&rest);
+        Ok(MutationResult::Mutated)
+    }
+
+    fn post_exec(&mut self, _state: &mut S, _id: Option<CorpusId>) -> Result<(), Error> {
+        Ok(())
+    }
+}

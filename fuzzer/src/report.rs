@@ -107,3 +107,125 @@ pub fn print_catalog(sites: &[SiteInfo], as_json: bool) {
         }
     }
 }
+
+/// The names of the findings the last HTML report showed, kept beside the
+/// series (`NAME.stats/reported.json`), so the next report tells new and
+/// resolved findings apart.
+const REPORTED: &str = "reported.json";
+
+/// The document [`crate::html::render`] draws for a campaign: the verdict,
+/// the property table, every finding in `findings_dir` (explained, with
+/// its replay and debugger commands; new or known against the last
+/// report), the findings resolved since, and the series in `stats_dir`.
+/// Records what it showed for the next report.
+pub fn document(
+    name: &str,
+    campaign: &Campaign,
+    findings_dir: &std::path::Path,
+    stats_dir: &std::path::Path,
+) -> Value {
+    let previous: Vec<String> = std::fs::read(stats_dir.join(REPORTED))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let mut names: Vec<String> = crate::store::known_findings(findings_dir)
+        .map(|set| set.into_iter().collect())
+        .unwrap_or_default();
+    names.sort();
+    let mut replays: std::collections::BTreeMap<String, String> = Default::default();
+    let findings: Vec<Value> = names
+        .iter()
+        .filter_map(|finding| {
+            let record: Value = serde_json::from_slice(
+                &std::fs::read(findings_dir.join(finding).join("finding.json")).ok()?,
+            )
+            .ok()?;
+            let signature: Option<dst_kernel::Signature> =
+                serde_json::from_value(record["signature"].clone()).ok();
+            let replay = record["reproduce"]["explain"].as_str().map(str::to_string);
+            if let (Some(replay), Some(message)) = (&replay, record["message"].as_str()) {
+                replays.entry(message.to_string()).or_insert(replay.clone());
+            }
+            let decisions: Vec<String> = record["decisions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| {
+                    let fault = d["fault"]
+                        .as_str()
+                        .map(|f| format!(" (fault \"{f}\")"))
+                        .unwrap_or_default();
+                    format!(
+                        "#{:<4} {:<8} = {} at {}{fault}",
+                        d["index"],
+                        d["kind"].as_str().unwrap_or("?"),
+                        d["value"],
+                        d["location"].as_str().unwrap_or("?"),
+                    )
+                })
+                .collect();
+            Some(json!({
+                "name": finding,
+                "status": if previous.contains(finding) { "known" } else { "new" },
+                "kind": record["kind"],
+                "message": record["message"],
+                "location": record["location"],
+                "signature": signature.map(|s| s.to_string()),
+                "decisions": decisions,
+                "faults": record["faults_fired"],
+                "replay": replay,
+                "gdb": record["reproduce"]["debugger"],
+            }))
+        })
+        .collect();
+    let resolved: Vec<Value> = previous
+        .iter()
+        .filter(|p| !names.contains(p))
+        .map(|p| json!({ "name": p, "message": "no longer in the findings folder" }))
+        .collect();
+    let mut properties = json(campaign);
+    if let Value::Array(rows) = &mut properties {
+        for row in rows {
+            let replay = row["message"]
+                .as_str()
+                .and_then(|m| replays.get(m))
+                .cloned();
+            row["replay"] = json!(replay);
+        }
+    }
+    let series = crate::stats::read_series(stats_dir);
+    let (passing, failing, unfound) = counts(campaign);
+    let last = series.last();
+    let verdict = format!(
+        "{}: {failing} failing, {passing} passing, {unfound} unfound properties; {} finding(s), over {} executions",
+        if failing > 0 || !findings.is_empty() {
+            "failing"
+        } else {
+            "passing"
+        },
+        findings.len(),
+        campaign.executions
+    );
+    let _ = std::fs::create_dir_all(stats_dir);
+    let _ = dst_kernel::write_atomic(
+        &stats_dir.join(REPORTED),
+        &serde_json::to_vec(&names).expect("names serialize"),
+    );
+    json!({
+        "title": format!("dst: {name}"),
+        "verdict": verdict,
+        "failing": failing + findings.len(),
+        "summary": {
+            "executions": campaign.executions,
+            "exec_per_sec": last.map(|p| p.exec_per_sec),
+            "edges": last.map(|p| p.edges),
+            "corpus": last.map(|p| p.corpus),
+            "elapsed_s": last.map(|p| p.t),
+        },
+        "properties": properties,
+        "findings": findings,
+        "resolved": resolved,
+        "series": series,
+        "generated": format!("cargo dst-fuzz report {name} --html"),
+    })
+}

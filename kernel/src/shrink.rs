@@ -5,6 +5,7 @@
 //! [`dst::decision::materialize`]), so the result reads as explicit decisions
 //! with a nominal tail. The shrinker then searches for a shortlex-smaller input
 //! with the same failure signature, in passes as Hypothesis's shrinker does:
+//! delete spans inside length-prefixed buffers (rewriting their length),
 //! delete spans, zero spans, lower single bytes; until a pass changes nothing
 //! or the run budget is spent.
 
@@ -101,6 +102,40 @@ impl<R: Executor + ?Sized> Search<'_, R> {
         progress
     }
 
+    /// Deletes spans inside each length-prefixed buffer (a `length`
+    /// decision and the fill after it: a libFuzzer harness's input),
+    /// rewriting the length, so the decisions after the buffer keep their
+    /// bytes (deleting the bytes alone would shift them into the buffer).
+    fn shrink_buffers(&mut self) -> bool {
+        let mut progress = false;
+        let mut nth = 0;
+        while let Some((offset, mut len)) = buffers(&self.record).get(nth).copied() {
+            let at = SEED_BYTES + offset;
+            let mut k = len.next_power_of_two();
+            while k >= 1 && len > 0 {
+                let mut end = len;
+                while end > 0 {
+                    let start = end.saturating_sub(k);
+                    let mut candidate = self.best.clone();
+                    if candidate.len() < at + 4 + len {
+                        candidate.resize(at + 4 + len, 0);
+                    }
+                    candidate.drain(at + 4 + start..at + 4 + end);
+                    let new_len = (len - (end - start)) as u32;
+                    candidate[at..at + 4].copy_from_slice(&new_len.to_be_bytes());
+                    if self.try_adopt(candidate) {
+                        progress = true;
+                        len = new_len as usize;
+                    }
+                    end = start.min(len);
+                }
+                k /= 2;
+            }
+            nth += 1;
+        }
+        progress
+    }
+
     /// Zeroes spans of each size.
     fn zero_spans(&mut self) -> bool {
         let mut progress = false;
@@ -164,6 +199,25 @@ impl<R: Executor + ?Sized> Search<'_, R> {
     }
 }
 
+/// The (stream offset, length) of each length-prefixed buffer of a run: a
+/// 4-byte `length` decision, and the fill right after it (none when empty).
+fn buffers(record: &RunRecord) -> Vec<(usize, usize)> {
+    use dst::decision::Kind;
+    let decisions = &record.decisions;
+    decisions
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.kind == Kind::Length as u8 && d.width == 4)
+        .map(|(i, d)| {
+            let len = decisions
+                .get(i + 1)
+                .filter(|n| n.offset == d.offset + 4 && n.kind == Kind::Fill as u8)
+                .map_or(0, |n| n.width as usize);
+            (d.offset as usize, len)
+        })
+        .collect()
+}
+
 /// Values tried one by one before bisecting a byte.
 const SMALL_VALUES: u8 = 32;
 
@@ -212,7 +266,10 @@ pub fn shrink(
     }
     loop {
         let before = search.runs;
-        let progress = search.delete_spans() | search.zero_spans() | search.lower_bytes();
+        let progress = search.shrink_buffers()
+            | search.delete_spans()
+            | search.zero_spans()
+            | search.lower_bytes();
         if !progress || search.runs >= search.budget || search.runs == before {
             break;
         }

@@ -15,8 +15,12 @@
 //! The fork server (`dst::forkserver`) starts from the constructor `dst.h`
 //! adds (in [`dst_register_catalog`]), or from `dst_setup_complete` under
 //! `DST_DEFER=1`; [`dst_run`] is its persistent mode.
+//!
+//! [`libfuzzer`] is the `main` of a libFuzzer harness
+//! (`libfuzzer/dst_libfuzzer_main.c` calls it), under dst or by itself.
 
 pub mod coverage;
+pub mod libfuzzer;
 pub mod pthread;
 
 use std::collections::HashMap;

@@ -23,6 +23,7 @@
 //! | priority (PCT, POS) | 2 | the bytes | 0 |
 //! | change (PCT, each contested point while change points are left) | 1 | a change point iff byte >= a threshold from the strategy byte | none |
 //! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
+//! | length of a harness's input (`libfuzzer::input`), then its bytes as a fill | 4 | bytes mod `max_len + 1` | 0 (empty) |
 //!
 //! A random tail fires each fault with probability 1/16 and makes every other
 //! choice uniform (up to modulo bias).
@@ -59,6 +60,8 @@ pub enum Kind {
     Priority = 12,
     /// Whether a contested step is a PCT priority change point.
     Change = 13,
+    /// The length of the buffer decided next (a libFuzzer harness's input).
+    Length = 14,
 }
 
 impl Kind {
@@ -78,6 +81,7 @@ impl Kind {
             11 => Strategy,
             12 => Priority,
             13 => Change,
+            14 => Length,
             _ => return None,
         })
     }
@@ -98,6 +102,7 @@ impl Kind {
             Strategy => "strategy",
             Priority => "priority",
             Change => "change",
+            Length => "length",
         }
     }
 }

@@ -31,6 +31,9 @@
 //! fork server: under dst's wasm executor the SDK reaches the explorer
 //! through the hooks of [`wasm`], and elsewhere it is in local mode.
 //!
+//! [`libfuzzer`] gives libFuzzer-style harnesses their bytes as decisions
+//! and reads libFuzzer's flags (libdst's `main`, `dst_fuzz::fuzz_target!`).
+//!
 //! Ids and names that must be the same in every run and process (site ids,
 //! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a.
 //!
@@ -65,6 +68,7 @@ pub mod forkserver;
 #[path = "forkserver_none.rs"]
 pub mod forkserver;
 pub mod hash;
+pub mod libfuzzer;
 pub mod lifecycle;
 pub mod random;
 pub mod region;

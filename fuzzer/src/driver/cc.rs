@@ -1,6 +1,6 @@
-//! `cc --riscv|--kvm -o PROGRAM SOURCES...`: builds a guest for a level
-//! with the right compiler, flags and guest runtime, with `dst.h` on the
-//! include path:
+//! `cc --riscv|--kvm|--libfuzzer -o PROGRAM SOURCES...`: builds a program
+//! for a level with the right compiler, flags and runtime, with `dst.h` on
+//! the include path:
 //! - `--riscv`, for the emulator: Debian's `riscv64-linux-gnu-gcc` (or
 //!   `$DST_RISCV_CC`), static glibc with pthreads, and
 //!   `sdk-c/guest/dst_riscv.c` (dst.h's functions as dst's `ecall`s);
@@ -8,7 +8,13 @@
 //!   gcc or clang), freestanding x86-64 without libc, linked by
 //!   `sdk-c/guest/kvm.ld` with `sdk-c/guest/dst_kvm.c` (start-up, memcpy
 //!   and friends, dst.h's functions as hypercalls) and trace-pc edge
-//!   coverage of the program's own code (not the runtime's).
+//!   coverage of the program's own code (not the runtime's);
+//! - `--libfuzzer`, an unmodified libFuzzer harness (`LLVMFuzzerTestOneInput`)
+//!   for the process executor: `$CC` or `cc` (`$CXX` or `c++` when a source
+//!   is C++), trace-pc edges on the harness's sources, libdst's libFuzzer
+//!   `main` (`sdk-c/libfuzzer/dst_libfuzzer_main.c`) and `libdst.a`
+//!   (found in `$DST_LIB_DIR`, beside this tool, or by `pkg-config dst`),
+//!   so the program runs anywhere, explored or by itself.
 //!
 //! (The KVM build itself is `dst_executors::kvm::build`.) dst.h, the
 //! runtimes and the linker script are compiled into this tool,
@@ -28,12 +34,14 @@ use crate::exit;
 
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RISCV_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_riscv.c");
+const LIBFUZZER_MAIN: &str = include_str!("../../../sdk-c/libfuzzer/dst_libfuzzer_main.c");
 
 /// The level a guest is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Riscv,
     Kvm,
+    Libfuzzer,
 }
 
 /// Builds `output` from `args` (sources and compiler flags) for `level`.
@@ -41,7 +49,8 @@ pub fn cc(level: Option<Level>, output: &Path, args: &[OsString]) -> Result<i32,
     let Some(level) = level else {
         return Err((
             exit::USAGE,
-            "cc needs the level to build for: --riscv (the emulator's) or --kvm".into(),
+            "cc needs the level to build for: --riscv (the emulator's), --kvm or --libfuzzer"
+                .into(),
         ));
     };
     if args.is_empty() {
@@ -70,6 +79,14 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
         Level::Kvm => (
             std::env::var_os("DST_KVM_CC").unwrap_or_else(|| "cc".into()),
             "install gcc or clang, or set DST_KVM_CC",
+        ),
+        Level::Libfuzzer if args.iter().any(|a| is_source(a, true)) => (
+            std::env::var_os("CXX").unwrap_or_else(|| "c++".into()),
+            "install g++ or clang++, or set CXX",
+        ),
+        Level::Libfuzzer => (
+            std::env::var_os("CC").unwrap_or_else(|| "cc".into()),
+            "install gcc or clang, or set CC",
         ),
     };
     let failed = |what: &str, status: std::process::ExitStatus| -> Failure {
@@ -103,6 +120,70 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
                 return Err(failed("riscv build", status));
             }
         }
+        Level::Libfuzzer => {
+            let lib = libdst_dir()?;
+            std::fs::write(dir.join("dst_libfuzzer_main.c"), LIBFUZZER_MAIN).map_err(unwritable)?;
+            let (sources, compile, link) = split_args(args);
+            let mut objects = Vec::new();
+            for (i, source) in sources.iter().enumerate() {
+                let object = dir.join(format!("{i}.o"));
+                let status = run(Command::new(&compiler)
+                    .args(["-g", "-O1", "-fsanitize-coverage=trace-pc", "-I"])
+                    .arg(dir)
+                    .args(&compile)
+                    .arg("-c")
+                    .arg(source)
+                    .arg("-o")
+                    .arg(&object))?;
+                if !status.success() {
+                    return Err(failed("compilation", status));
+                }
+                objects.push(object);
+            }
+            // The harness's own strings, for the token mutators.
+            let mut found = Vec::new();
+            for object in &objects {
+                if let Ok(bytes) = std::fs::read(object) {
+                    super::tokens::from_object(&bytes, &mut found);
+                }
+            }
+            let tokens_c = dir.join("dst_tokens.c");
+            std::fs::write(&tokens_c, super::tokens::section_source(&found)).map_err(unwritable)?;
+            let tokens_o = dir.join("dst_tokens.o");
+            let status = run(Command::new(&compiler)
+                .args(["-x", "c", "-c"])
+                .arg(&tokens_c)
+                .arg("-o")
+                .arg(&tokens_o))?;
+            if !status.success() {
+                return Err(failed("compilation of the token section", status));
+            }
+            objects.push(tokens_o);
+            // The driver's main, without coverage (its edges are not the
+            // harness's), and libdst, statically: the program runs by
+            // itself wherever it is copied (OSS-Fuzz's $OUT).
+            let main = dir.join("main.o");
+            let status = run(Command::new(&compiler)
+                .args(["-x", "c", "-O1", "-c"])
+                .arg(dir.join("dst_libfuzzer_main.c"))
+                .arg("-o")
+                .arg(&main))?;
+            if !status.success() {
+                return Err(failed("compilation of libdst's main", status));
+            }
+            let status = run(Command::new(&compiler)
+                .args(&objects)
+                .arg(&main)
+                .args(&compile)
+                .arg(lib.join("libdst.a"))
+                .args(&link)
+                .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
+                .arg("-o")
+                .arg(&partial))?;
+            if !status.success() {
+                return Err(failed("link", status));
+            }
+        }
         Level::Kvm => {
             use dst_executors::kvm::build::{BuildError, build_guest};
             match build_guest(&compiler, dir, args, &partial) {
@@ -121,4 +202,92 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
     std::fs::rename(&partial, output)
         .map_err(|e| (exit::UNWRITABLE, format!("{}: {e}", output.display())))?;
     Ok(exit::OK)
+}
+
+/// Whether `arg` names a C (or, with `cxx`, only a C++) source file.
+fn is_source(arg: &OsString, cxx: bool) -> bool {
+    let ext = Path::new(arg).extension().and_then(|e| e.to_str());
+    let is_cxx = matches!(ext, Some("cc" | "cpp" | "cxx" | "C" | "c++"));
+    if cxx {
+        is_cxx
+    } else {
+        is_cxx || ext == Some("c")
+    }
+}
+
+/// Sources; flags for compiling (and linking); flags and files only for
+/// the link (`-l`, `-L`, `-Wl,`, objects and archives).
+fn split_args(args: &[OsString]) -> (Vec<&OsString>, Vec<&OsString>, Vec<&OsString>) {
+    let (mut sources, mut compile, mut link) = (Vec::new(), Vec::new(), Vec::new());
+    for arg in args {
+        let text = arg.to_string_lossy();
+        let ext = Path::new(arg).extension().and_then(|e| e.to_str());
+        if is_source(arg, false) {
+            sources.push(arg);
+        } else if text.starts_with("-l")
+            || text.starts_with("-L")
+            || text.starts_with("-Wl,")
+            || matches!(ext, Some("o" | "a" | "so"))
+        {
+            link.push(arg);
+        } else {
+            compile.push(arg);
+        }
+    }
+    (sources, compile, link)
+}
+
+/// The folder holding `libdst.a`: `$DST_LIB_DIR`, this tool's own folder
+/// (a cargo build of the workspace puts both there), `../lib` beside it, or
+/// `pkg-config --variable=libdir dst`.
+fn libdst_dir() -> Result<PathBuf, Failure> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::var_os("DST_LIB_DIR") {
+        candidates.push(dir.into());
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        candidates.push(dir.join("../lib"));
+        candidates.push(dir);
+    }
+    if let Ok(out) = Command::new("pkg-config")
+        .args(["--variable=libdir", "dst"])
+        .output()
+        && out.status.success()
+    {
+        candidates.push(String::from_utf8_lossy(&out.stdout).trim().into());
+    }
+    candidates.into_iter().find(|d| d.join("libdst.a").is_file()).ok_or((
+        exit::SETUP_FAILED,
+        "cannot find libdst.a: build it (cargo build -p dst-c), install it (make -C sdk-c install), or set DST_LIB_DIR".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harness_arguments_go_to_the_compiler_or_the_linker() {
+        let args: Vec<OsString> = [
+            "h.c",
+            "-O2",
+            "-DX=1",
+            "util.cc",
+            "-lz",
+            "-L/opt",
+            "x.a",
+            "-Wl,-z,now",
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+        let (sources, compile, link) = split_args(&args);
+        assert_eq!(sources, [&args[0], &args[3]]);
+        assert_eq!(compile, [&args[1], &args[2]]);
+        assert_eq!(link, [&args[4], &args[5], &args[6], &args[7]]);
+        assert!(is_source(&args[3], true) && !is_source(&args[0], true));
+    }
 }

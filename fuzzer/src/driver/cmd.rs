@@ -127,6 +127,9 @@ pub fn options(fuzz: &FuzzCrate, name: &str, cmd: &CmdArgs, args: &CampaignArgs)
         fuzz.findings(name),
         fuzz.campaign(name),
     );
+    if let Some(program) = cmd.command.first() {
+        options.tokens = super::tokens::from_program(Path::new(program));
+    }
     options.reproduce = Some(serde_json::json!({
         "explain": format!("cargo dst-fuzz replay {{input}} --cmd{defer} -- {words}"),
         "debugger": format!("DST_INPUT={{input}} gdb --args {words}"),

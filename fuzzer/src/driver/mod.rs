@@ -14,7 +14,9 @@ pub mod cc;
 pub mod cmd;
 pub mod init;
 pub mod kvm;
+pub mod libfuzzer;
 pub mod riscv;
+pub mod tokens;
 pub mod wasm;
 
 use std::ffi::OsString;
@@ -216,11 +218,16 @@ pub enum Cmd {
         #[command(flatten)]
         level: Levels,
     },
-    /// Print the property table: `report NAME`, or `report --cmd -- ./service`.
+    /// Print the property table: `report NAME`, or `report --cmd -- ./service`;
+    /// `--html FILE` also writes one self-contained page (properties,
+    /// findings explained, new and resolved ones, the campaign over time).
     Report {
         name: Option<String>,
         #[arg(long)]
         json: bool,
+        /// Also write the report as one self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         #[command(flatten)]
         level: Levels,
     },
@@ -251,19 +258,37 @@ pub enum Cmd {
     /// emulator; `cc --kvm -o guest.elf prog.c` a freestanding x86-64
     /// guest for the KVM executor. Each with dst.h and its guest runtime
     /// (dst.h's calls reach the executor as ecalls or hypercalls).
+    /// `cc --libfuzzer -o harness harness.c` links a libFuzzer harness with
+    /// libdst and its libFuzzer main.
     Cc {
         /// Build for the emulator.
         #[arg(long, conflicts_with = "kvm")]
         riscv: bool,
         /// Build for the KVM executor.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "libfuzzer")]
         kvm: bool,
+        /// Build a libFuzzer harness (LLVMFuzzerTestOneInput) with libdst's
+        /// main: explored by `run --cmd`, or run by itself as libFuzzer
+        /// binaries are (`-runs=N`, corpus directories, crash files).
+        #[arg(long, conflicts_with = "riscv")]
+        libfuzzer: bool,
         /// The program to write.
         #[arg(short = 'o', value_name = "PROGRAM")]
         output: PathBuf,
         /// Sources, and flags for the compiler.
         #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
         args: Vec<OsString>,
+    },
+    /// Run a libFuzzer command line on a harness built by `cc --libfuzzer`
+    /// (what the harness does when started by itself to fuzz):
+    /// `libfuzzer ./harness -max_total_time=60 corpus/`. Inputs kept go into
+    /// the first corpus folder, a finding to `crash-<sha1>`; exit status as
+    /// libFuzzer's (0, 77 crash, 70 timeout).
+    Libfuzzer {
+        harness: PathBuf,
+        /// libFuzzer flags (-name=value), corpus folders, input files.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Print every assertion and fault site of a target, or of any binary
     /// linking libdst (when NAME is a path to a file: read from its
@@ -408,20 +433,35 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             flags.extend(minimize.to_args());
             call(&name, &binary, &flags)
         }
-        Cmd::Report { name, json, level } => {
+        Cmd::Report {
+            name,
+            json,
+            html,
+            level,
+        } => {
+            let findings = |name: &str| fuzz.findings(name);
             if level.cmd.cmd {
                 // From the program's ELF, without starting it.
                 let name = name.unwrap_or_else(|| level.cmd.name());
                 let catalog = level.cmd.catalog()?;
-                return crate::cli::report_command(&fuzz.campaign(&name), &catalog, json)
+                let dir = findings(&name);
+                let html = html.as_deref().map(|page| (page, dir.as_path()));
+                return crate::cli::report_command(&fuzz.campaign(&name), &catalog, json, html)
                     .map_err(store_failure);
             }
             if let Some(exec) = level.direct(std::time::Duration::from_secs(1))? {
                 let name = name
                     .or_else(|| level.name())
                     .expect("a direct target is named");
-                return crate::cli::report_command(&fuzz.campaign(&name), exec.catalog(), json)
-                    .map_err(store_failure);
+                let dir = findings(&name);
+                let html = html.as_deref().map(|page| (page, dir.as_path()));
+                return crate::cli::report_command(
+                    &fuzz.campaign(&name),
+                    exec.catalog(),
+                    json,
+                    html,
+                )
+                .map_err(store_failure);
             }
             let name = name.ok_or((exit::USAGE, "which target? `report NAME`".to_string()))?;
             let binary = fuzz.build(&name)?;
@@ -429,6 +469,10 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             args.push(fuzz.campaign(&name).into());
             if json {
                 args.push("--json".into());
+            }
+            if let Some(page) = html {
+                args.extend(["--html".into(), page.into_os_string(), "--findings".into()]);
+                args.push(fuzz.findings(&name).into());
             }
             call(&name, &binary, &args)
         }
@@ -442,16 +486,19 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Cc {
             riscv,
             kvm,
+            libfuzzer,
             output,
             args,
         } => {
-            let level = match (riscv, kvm) {
-                (true, _) => Some(cc::Level::Riscv),
-                (_, true) => Some(cc::Level::Kvm),
+            let level = match (riscv, kvm, libfuzzer) {
+                (true, _, _) => Some(cc::Level::Riscv),
+                (_, true, _) => Some(cc::Level::Kvm),
+                (_, _, true) => Some(cc::Level::Libfuzzer),
                 _ => None,
             };
             cc::cc(level, &output, &args)
         }
+        Cmd::Libfuzzer { harness, args } => libfuzzer::libfuzzer(&harness, &args),
         Cmd::Catalog { name, json } if wasm::is_module(Path::new(&name)) => {
             let module = WasmArgs {
                 wasm: Some(PathBuf::from(&name)),

@@ -19,13 +19,13 @@ use libafl::feedback_or;
 use libafl::feedbacks::MaxMapFeedback;
 use libafl::fuzzer::{Evaluator, Fuzzer, StdFuzzer};
 use libafl::inputs::BytesInput;
-use libafl::mutators::{HavocScheduledMutator, havoc_mutations};
+use libafl::mutators::{HavocScheduledMutator, Tokens, havoc_mutations, tokens_mutations};
 use libafl::observers::{HitcountsMapObserver, StdMapObserver};
 use libafl::schedulers::QueueScheduler;
-use libafl::stages::StdMutationalStage;
+use libafl::stages::{IfStage, StdMutationalStage};
 use libafl::state::{HasCorpus, HasExecutions, HasMaxSize, StdState};
 use libafl_bolts::rands::StdRand;
-use libafl_bolts::tuples::tuple_list;
+use libafl_bolts::tuples::{Merge, tuple_list};
 
 use super::stages::{FindingStage, Progress, SaveStage};
 use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, Summary};
@@ -33,7 +33,7 @@ use crate::feedback::{
     CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
     SpansFeedback, Target,
 };
-use crate::mutators::{ChangeDecision, SpliceDecisions, ZeroDecisions};
+use crate::mutators::{BufferHavoc, ChangeDecision, SpliceDecisions, ZeroDecisions, has_buffer};
 use crate::store::{self, StoreError};
 
 /// The LibAFL state of one client.
@@ -150,6 +150,9 @@ fn client_inner<EM: ClientManager>(
             state.add_metadata(FindingsAtStart {
                 names: known.clone(),
             });
+            if let Some(tokens) = tokens(options)? {
+                state.add_metadata(tokens);
+            }
             state
         }
     };
@@ -223,7 +226,7 @@ fn client_inner<EM: ClientManager>(
         }
     }
 
-    let progress = Rc::new(RefCell::new(Progress::new(known)));
+    let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
     let mut stages = tuple_list!(
         StdMutationalStage::new(HavocScheduledMutator::new(havoc_mutations())),
         StdMutationalStage::new(HavocScheduledMutator::new(tuple_list!(
@@ -231,6 +234,22 @@ fn client_inner<EM: ClientManager>(
             ZeroDecisions,
             SpliceDecisions
         ))),
+        // Only for inputs with a harness's buffer, and only with tokens, so
+        // a campaign without them draws the same random numbers as before.
+        IfStage::new(
+            |_: &mut _, _: &mut _, state: &mut State, _: &mut _| Ok(has_buffer(state)),
+            tuple_list!(StdMutationalStage::new(BufferHavoc::new(
+                HavocScheduledMutator::new(havoc_mutations().merge(tokens_mutations()))
+            ))),
+        ),
+        // Only with tokens, so a campaign without them draws the same
+        // random numbers as before.
+        IfStage::new(
+            |_: &mut _, _: &mut _, state: &mut State, _: &mut _| Ok(state.has_metadata::<Tokens>()),
+            tuple_list!(StdMutationalStage::new(HavocScheduledMutator::new(
+                tokens_mutations()
+            ))),
+        ),
         FindingStage::new(
             target.clone(),
             options,
@@ -268,6 +287,16 @@ fn client_inner<EM: ClientManager>(
         .campaign
         .clone();
     store::save_campaign(&campaign, campaign_file)?;
+    // The last point of the series, however short the campaign.
+    let rate = *state.executions() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    progress.borrow_mut().known = store::known_findings(&options.findings_dir)?;
+    progress.borrow_mut().record(
+        &state,
+        &campaign,
+        executions_before + *state.executions(),
+        rate,
+        campaign_file,
+    )?;
     let mut findings = std::mem::take(&mut progress.borrow_mut().findings);
     // Findings made by earlier lives of this client (before a restart) too.
     if let Ok(at_start) = state.metadata::<FindingsAtStart>() {
@@ -289,4 +318,30 @@ fn client_inner<EM: ClientManager>(
         findings,
         campaign,
     })
+}
+
+/// The campaign's tokens: its own and its dictionary's (`None`: none).
+fn tokens(options: &Options) -> Result<Option<Tokens>, StoreError> {
+    let mut tokens = Tokens::new();
+    for token in &options.tokens {
+        tokens.add_token(token);
+    }
+    if let Some(path) = &options.dict {
+        let bad = |why: String| StoreError::BadInput {
+            path: path.clone(),
+            why,
+        };
+        let text = std::fs::read(path).map_err(|source| StoreError::Unreadable {
+            path: path.clone(),
+            source,
+        })?;
+        // LibAFL's reader panics on a line that is not UTF-8; AFL and
+        // libFuzzer dictionaries write other bytes as \xNN.
+        std::str::from_utf8(&text).map_err(|e| bad(format!("not a dictionary: {e}")))?;
+        let read = Tokens::from_file(path).map_err(|e| bad(format!("not a dictionary: {e}")))?;
+        for token in read.tokens() {
+            tokens.add_token(token);
+        }
+    }
+    Ok((!tokens.is_empty()).then_some(tokens))
 }

@@ -66,6 +66,11 @@ pub struct Options {
     /// How a finding is reproduced (written into finding.json); `None`
     /// for this binary's own `replay` and `run` commands.
     pub reproduce: Option<serde_json::Value>,
+    /// Tokens for LibAFL's token mutators (a harness's own strings).
+    pub tokens: Vec<Vec<u8>>,
+    /// A dictionary file in AFL's and libFuzzer's format (`name="value"`
+    /// lines, `\xNN` escapes), read when the campaign starts.
+    pub dict: Option<PathBuf>,
 }
 
 /// The per-run time limit unless one is given (`--timeout-ms`).
@@ -94,6 +99,8 @@ impl Options {
             shrink_budget: DEFAULT_SHRINK_BUDGET,
             stop_on_finding: false,
             reproduce: None,
+            tokens: Vec::new(),
+            dict: None,
         }
     }
 }

@@ -33,16 +33,57 @@ pub(super) struct Progress {
     pub saved_corpus: usize,
     /// The error that stopped a stage (LibAFL's error type cannot carry it).
     pub error: Option<StoreError>,
+    /// The campaign over time.
+    stats: crate::stats::Stats,
+    /// The edge map's size (for AFL's coverage percentage).
+    map_size: usize,
 }
 
 impl Progress {
-    pub fn new(known: BTreeSet<String>) -> Progress {
+    pub fn new(known: BTreeSet<String>, campaign_file: &Path, map_size: usize) -> Progress {
         Progress {
             findings: Vec::new(),
             known,
             saved_corpus: 0,
             error: None,
+            stats: crate::stats::Stats::open(crate::stats::dir_for(campaign_file)),
+            map_size,
         }
+    }
+
+    /// Appends a point to the campaign's series (see [`crate::stats`]).
+    pub fn record(
+        &mut self,
+        state: &State,
+        campaign: &dst_kernel::Campaign,
+        executions: u64,
+        rate: f64,
+        campaign_file: &Path,
+    ) -> Result<(), StoreError> {
+        let (passing, failing, unfound) = crate::report::counts(campaign);
+        let hangs = self
+            .known
+            .iter()
+            .filter(|n| n.starts_with("timeout"))
+            .count();
+        let point = crate::stats::Point {
+            executions,
+            exec_per_sec: rate,
+            edges: crate::monitor::covered(state),
+            corpus: state.corpus().count(),
+            passing,
+            failing,
+            unfound,
+            crashes: self.known.len() - hangs,
+            hangs,
+            ..Default::default()
+        };
+        self.stats
+            .record(point, self.map_size)
+            .map_err(|source| StoreError::Unwritable {
+                path: crate::stats::dir_for(campaign_file),
+                source,
+            })
     }
 
     /// Whether the campaign's budget is spent (or its first finding made,
@@ -253,9 +294,15 @@ impl SaveStage {
         store::save_campaign(campaign, &self.campaign_file)?;
         let edges = crate::monitor::covered(state);
         let stats = crate::monitor::user_stats(campaign, edges, progress.known.len());
+        let rate = (executions - self.last_executions) as f64 / self.last.elapsed().as_secs_f64();
+        progress.record(
+            state,
+            campaign,
+            self.executions_before + executions,
+            rate,
+            &self.campaign_file,
+        )?;
         let line = self.status.then(|| {
-            let rate =
-                (executions - self.last_executions) as f64 / self.last.elapsed().as_secs_f64();
             super::status_line(
                 self.executions_before + executions,
                 rate,

@@ -162,3 +162,28 @@ pub fn same_decisions_and_ends(native: &mut dyn Executor, guest: &mut dyn Execut
     }
     assert!(failures > 0, "some inputs fail, at both levels");
 }
+
+/// Builds libdst (for libdst.a), then `examples/libfuzzer/NAME.c` into
+/// `dir` with `cc --libfuzzer`.
+pub fn libfuzzer_harness(dir: &Path, name: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dst-c"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "libdst builds");
+    let out = dir.join(name);
+    let source = root().join(format!("examples/libfuzzer/{name}.c"));
+    let built = driver(
+        dir,
+        &[
+            "cc",
+            "--libfuzzer",
+            "-o",
+            out.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(built.status.code(), Some(0), "{}", text(&built));
+    out
+}

@@ -1,0 +1,200 @@
+//! libFuzzer harnesses under dst: `cc --libfuzzer` links an unmodified
+//! harness with libdst's main; the program runs files and fuzzes by itself
+//! as a libFuzzer binary does (flags, corpus folder, `crash-<sha1>`, exit
+//! 77), and `run --cmd` explores it with dst.h faults beside its bytes.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{driver, libfuzzer_harness as harness, text};
+
+fn sha1_name(data: &[u8]) -> String {
+    use sha1::{Digest, Sha1};
+    Sha1::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
+    let dir = tempdir("alone");
+    let magic = harness(&dir, "magic");
+
+    // Files: run one by one; a crash is libFuzzer's exit status 77.
+    std::fs::write(dir.join("ok"), b"hello").unwrap();
+    std::fs::write(dir.join("bad"), b"DST!\x05\x07ab").unwrap();
+    let ok = Command::new(&magic)
+        .args(["-runs=3"])
+        .arg(dir.join("ok"))
+        .output()
+        .unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    assert!(text(&ok).contains("Running: "), "{}", text(&ok));
+    let bad = Command::new(&magic).arg(dir.join("bad")).output().unwrap();
+    assert_eq!(bad.status.code(), Some(77), "{}", text(&bad));
+    assert!(text(&bad).contains("deadly signal"), "{}", text(&bad));
+    let custom = Command::new(&magic)
+        .args(["-error_exitcode=9"])
+        .arg(dir.join("bad"))
+        .output()
+        .unwrap();
+    assert_eq!(custom.status.code(), Some(9), "{}", text(&custom));
+
+    // A corpus folder: it fuzzes (through cargo-dst-fuzz), stops at the
+    // crash, writes crash-<sha1> of the harness's bytes and the corpus.
+    let corpus = dir.join("corpus");
+    let artifacts = format!("{}/", dir.display());
+    let run = Command::new(&magic)
+        .args(["-seed=1", "-runs=60000", "-no_such_flag=1"])
+        .arg(format!("-artifact_prefix={artifacts}"))
+        .arg(&corpus)
+        .env("DST_FUZZ_BIN", env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .env("DST_NO_AFFINITY", "1")
+        .output()
+        .unwrap();
+    let shown = text(&run);
+    assert_eq!(run.status.code(), Some(77), "{shown}");
+    assert!(
+        shown.contains("WARNING: unrecognized flag '-no_such_flag=1'"),
+        "{shown}"
+    );
+    let crash = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("crash-") && !name.ends_with(".dst")
+        })
+        .unwrap_or_else(|| panic!("a crash artifact: {shown}"));
+    let data = std::fs::read(&crash).unwrap();
+    assert!(data.starts_with(b"DST!"), "{data:?}");
+    let name = crash.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(name, format!("crash-{}", sha1_name(&data)));
+    assert!(
+        shown.contains(&format!("Test unit written to {}", crash.display())),
+        "{shown}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(&corpus).unwrap().collect();
+    assert!(
+        !kept.is_empty(),
+        "the campaign's inputs are in the corpus folder"
+    );
+
+    // The artifact reproduces in the harness by itself, and its dst input
+    // (every decision) under the explorer's replay.
+    let again = Command::new(&magic).arg(&crash).output().unwrap();
+    assert_eq!(again.status.code(), Some(77), "{}", text(&again));
+    let dst_input = format!("{}.dst", crash.display());
+    let replay = driver(
+        &dir,
+        &[
+            "replay",
+            &dst_input,
+            "--cmd",
+            "--defer",
+            "--",
+            magic.to_str().unwrap(),
+        ],
+    );
+    let shown = text(&replay);
+    assert_eq!(replay.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("SIGABRT at parse"), "{shown}");
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+    assert!(shown.contains("libFuzzer input length"), "{shown}");
+}
+
+#[test]
+fn bad_flags_and_files_are_one_line_each() {
+    let dir = tempdir("bad");
+    let magic = harness(&dir, "magic");
+    let bad_value = driver(&dir, &["libfuzzer", magic.to_str().unwrap(), "-runs=lots"]);
+    assert_eq!(bad_value.status.code(), Some(2), "{}", text(&bad_value));
+    assert!(text(&bad_value).contains("-runs=lots: not a number"));
+    std::fs::write(
+        format!("{}.options", magic.display()),
+        "[libfuzzer]\nmax_len\n",
+    )
+    .unwrap();
+    let options = driver(&dir, &["libfuzzer", magic.to_str().unwrap(), "-runs=1"]);
+    assert_eq!(options.status.code(), Some(4), "{}", text(&options));
+    assert!(
+        text(&options).contains("magic.options: line 2"),
+        "{}",
+        text(&options)
+    );
+    std::fs::remove_file(format!("{}.options", magic.display())).unwrap();
+    std::fs::write(format!("{}_seed_corpus.zip", magic.display()), b"not a zip").unwrap();
+    let zip = driver(&dir, &["libfuzzer", magic.to_str().unwrap(), "-runs=1"]);
+    assert_eq!(zip.status.code(), Some(4), "{}", text(&zip));
+    assert!(
+        text(&zip).contains("not a seed corpus archive"),
+        "{}",
+        text(&zip)
+    );
+}
+
+#[test]
+fn dst_faults_in_the_code_under_test_are_explored_beside_the_harness_bytes() {
+    let dir = tempdir("journal");
+    let journal = harness(&dir, "journal");
+    let run = driver(
+        &dir,
+        &[
+            "run",
+            "--cmd",
+            "--defer",
+            "--runs",
+            "20000",
+            "--seed",
+            "1",
+            "--stop-on-finding",
+            "--json",
+            "--quiet",
+            "--",
+            journal.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let folder = PathBuf::from(summary["findings"][0]["path"].as_str().unwrap());
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("finding.json")).unwrap()).unwrap();
+    // Shrunk inside the buffer with its length rewritten: "ws", and the
+    // fault after it kept its byte.
+    assert_eq!(record["decisions"][0]["kind"], "length", "{record}");
+    assert_eq!(record["decisions"][0]["value"], 2, "{record}");
+    let input = folder.join("input");
+    let replay = driver(
+        &dir,
+        &[
+            "replay",
+            input.to_str().unwrap(),
+            "--cmd",
+            "--defer",
+            "--",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let shown = text(&replay);
+    assert!(
+        shown.contains("every acknowledged write is on disk after a sync"),
+        "{shown}"
+    );
+    assert!(shown.contains("libFuzzer input bytes"), "{shown}");
+    assert!(
+        shown.contains("the write is lost"),
+        "the fault fired: {shown}"
+    );
+    assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("dst-libfuzzer-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
