@@ -243,6 +243,9 @@ pub struct Process {
     coverage_used: usize,
     /// Decision coverage is in the program's map with its edges.
     no_decisions: StandIn,
+    /// What the program compared in its last run (`dst::cmplog`), named
+    /// in `DST_CMPLOG`; libdst's hooks write it when the program has them.
+    cmplog: Option<dst::cmplog::Log>,
 }
 
 impl Process {
@@ -267,6 +270,10 @@ impl Process {
         })
         .map_err(|e| format!("cannot create a shared-memory segment for the region: {e}"))?;
         let coverage_used = segment.view().sections().coverage_size;
+        // Named after the region, so stale ones are removed with it.
+        let cmplog = CString::new(format!("{}-cmp", segment.name.to_string_lossy()))
+            .ok()
+            .and_then(|name| dst::cmplog::Log::create(name).ok());
         Ok(Process {
             program: program.to_path_buf(),
             args: args.to_vec(),
@@ -282,6 +289,7 @@ impl Process {
             env: Vec::new(),
             coverage_used,
             no_decisions: StandIn::default(),
+            cmplog,
         })
     }
 
@@ -334,6 +342,11 @@ impl Process {
         command
             .args(&self.args)
             .env(REGION_ENV, self.segment_name())
+            .envs(
+                self.cmplog
+                    .iter()
+                    .map(|log| (dst::cmplog::ENV, log.name().to_string_lossy().into_owned())),
+            )
             // Resolve every symbol at load, once, in the fork server, rather
             // than lazily in every child (as AFL++ does).
             .env("LD_BIND_NOW", "1")
@@ -577,6 +590,9 @@ impl Process {
         self.segment
             .view()
             .reset_covering(input, self.flags, self.coverage_used);
+        if let Some(log) = &self.cmplog {
+            log.clear();
+        }
         let ended = match self.launch {
             Launch::Server(_) => self.run_served(),
             _ => self.run_spawned(),
@@ -683,5 +699,11 @@ impl Executor for Process {
 
     fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
+    }
+
+    fn comparisons(&self) -> Vec<dst::cmplog::Entry> {
+        self.cmplog
+            .as_ref()
+            .map_or_else(Vec::new, |log| log.entries())
     }
 }

@@ -50,7 +50,7 @@ fn pick(rand: &mut impl Rand, n: usize) -> usize {
 }
 
 /// Makes sure the input holds stream bytes `..end` explicitly.
-fn ensure_explicit(bytes: &mut Vec<u8>, end: usize) {
+pub(crate) fn ensure_explicit(bytes: &mut Vec<u8>, end: usize) {
     let have = bytes.len().saturating_sub(SEED_BYTES);
     if have >= end {
         return;

@@ -172,6 +172,13 @@ pub trait Executor {
         None
     }
 
+    /// What the target compared in the last run (`dst::cmplog`), for the
+    /// explorer's input-to-state mutations; empty where the level does not
+    /// log comparisons.
+    fn comparisons(&self) -> Vec<dst::cmplog::Entry> {
+        Vec::new()
+    }
+
     /// Runs one input with events recorded and reads its whole record.
     fn run(&mut self, input: &[u8]) -> RunRecord {
         let flags = self.flags();
@@ -216,6 +223,9 @@ macro_rules! forward {
             }
             fn run(&mut self, input: &[u8]) -> RunRecord {
                 (**self).run(input)
+            }
+            fn comparisons(&self) -> Vec<dst::cmplog::Entry> {
+                (**self).comparisons()
             }
         }
     )*};

@@ -10,7 +10,8 @@
 //! record's catalog index is cached after the first call.
 //!
 //! [`coverage`] receives gcc's and clang's `trace-pc` edge callbacks into the
-//! region's coverage map.
+//! region's coverage map; [`cmplog`] their `trace-cmp` callbacks (and a
+//! harness's `memcmp`s) into the comparison log.
 //!
 //! The fork server (`dst::forkserver`) starts from the constructor `dst.h`
 //! adds (in [`dst_register_catalog`]), or from `dst_setup_complete` under
@@ -19,6 +20,7 @@
 //! [`libfuzzer`] is the `main` of a libFuzzer harness
 //! (`libfuzzer/dst_libfuzzer_main.c` calls it), under dst or by itself.
 
+pub mod cmplog;
 pub mod coverage;
 pub mod libfuzzer;
 pub mod pthread;
@@ -75,7 +77,9 @@ pub unsafe extern "C" fn dst_register_catalog(start: *const u8, stop: *const u8)
     }
     // dst.h calls this from a constructor, before main: the fork server
     // (when an explorer asks for one, and DST_DEFER does not) starts here,
-    // with the catalog registered once for all runs.
+    // with the catalog registered once for all runs (and the comparison
+    // log mapped once, for every child).
+    dst_sdk::cmplog::attach_from_env();
     dst_sdk::forkserver::on_load();
 }
 

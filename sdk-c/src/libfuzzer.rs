@@ -56,6 +56,7 @@ pub unsafe extern "C" fn dst_libfuzzer_main(
     // SAFETY: main's arguments, possibly changed by the initializer.
     let args = unsafe { arguments(argc, argv) };
     if under_dst() {
+        dst_sdk::cmplog::attach_from_env();
         dst_sdk::forkserver::on_load();
         dst_sdk::lifecycle::setup_complete(&serde_json::Value::Null);
         let max_len = lf::max_len();

@@ -58,6 +58,7 @@
 //! ```
 
 pub mod catalog;
+pub mod cmplog;
 #[cfg(unix)]
 mod crash;
 pub mod decision;

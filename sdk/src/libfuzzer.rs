@@ -115,6 +115,9 @@ pub struct Flags {
     pub error_exitcode: Option<i32>,
     /// `-timeout_exitcode` (default [`TIMEOUT_EXITCODE`]).
     pub timeout_exitcode: Option<i32>,
+    /// `-use_cmp` (default on): comparison feedback, here the comparison
+    /// log (`crate::cmplog`) and input-to-state replacement.
+    pub use_cmp: Option<bool>,
     /// `-help=1`.
     pub help: bool,
     /// Corpus directories and input files, in order.
@@ -145,7 +148,6 @@ const IGNORED: &[&str] = &[
     "malloc_limit_mb",
     "detect_leaks",
     "use_value_profile",
-    "use_cmp",
     "only_ascii",
     "len_control",
     "reduce_inputs",
@@ -242,6 +244,7 @@ impl Flags {
             "error_exitcode" => self.error_exitcode = Some(number(name, value)?),
             "timeout_exitcode" => self.timeout_exitcode = Some(number(name, value)?),
             "help" => self.help = value.trim() != "0",
+            "use_cmp" => self.use_cmp = Some(value.trim() != "0"),
             "dict" => self.dict = Some(PathBuf::from(value)),
             "artifact_prefix" => self.artifact_prefix = Some(value.to_string()),
             "exact_artifact_path" => self.exact_artifact_path = Some(PathBuf::from(value)),
@@ -315,6 +318,7 @@ mod tests {
             "-runs",
             "seeds/a",
             "-error_exitcode=9",
+            "-use_cmp=0",
         ])
         .unwrap();
         assert_eq!(flags.runs, Some(100));
@@ -332,6 +336,7 @@ mod tests {
         assert_eq!(flags.ignored, ["-jobs=4"]);
         assert_eq!(flags.unknown, ["-no_such=1", "-runs"]);
         assert_eq!(flags.crash_exit(), 9);
+        assert_eq!(flags.use_cmp, Some(false));
         assert_eq!(flags.timeout_exit(), TIMEOUT_EXITCODE);
         let err = Flags::parse(["-runs=lots"]).unwrap_err();
         assert_eq!(err.0, "-runs=lots: not a number");

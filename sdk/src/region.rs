@@ -540,46 +540,13 @@ impl Region {
     #[cfg(unix)]
     pub fn create_segment(name: &CStr, layout: Layout) -> std::io::Result<Region> {
         let len = layout.total_size();
-        // SAFETY: a NUL-terminated name; O_EXCL makes the segment ours alone.
-        let fd = unsafe {
-            libc::shm_open(
-                name.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: sizing and mapping our own descriptor; results checked;
-        // on failure the segment we created is removed.
-        let base = unsafe {
-            let base = if libc::ftruncate(fd, len as libc::off_t) == 0 {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd,
-                    0,
-                )
-            } else {
-                libc::MAP_FAILED
-            };
-            let err = std::io::Error::last_os_error();
-            libc::close(fd);
-            if base == libc::MAP_FAILED {
-                libc::shm_unlink(name.as_ptr());
-                return Err(err);
-            }
-            base
-        };
+        let base = crate::shm::create_mapping(name, len)?;
         let backing = Backing::Mapping {
             len,
             unlink: Some(name.to_owned()),
         };
         // SAFETY: a fresh, zeroed, page-aligned mapping of `len` bytes.
-        Ok(unsafe { Region::init(base.cast(), layout, backing) })
+        Ok(unsafe { Region::init(base, layout, backing) })
     }
 
     /// Maps the existing segment called `name` and validates it: the target
@@ -587,41 +554,7 @@ impl Region {
     /// goes with the region.
     #[cfg(unix)]
     pub fn open_segment(name: &CStr) -> Result<Region, String> {
-        // SAFETY: a NUL-terminated name; the result is checked.
-        let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-        // SAFETY: `stat` is plain data, filled by fstat on our own descriptor;
-        // then mapping `len` bytes of it, shared; the descriptor is closed
-        // either way and the mapping outlives it.
-        let (base, len) = unsafe {
-            let mut stat: libc::stat = std::mem::zeroed();
-            if libc::fstat(fd, &mut stat) != 0 {
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                return Err(err.to_string());
-            }
-            let len = stat.st_size as usize;
-            if len == 0 {
-                libc::close(fd);
-                return Err("the segment is empty".into());
-            }
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            );
-            let err = std::io::Error::last_os_error();
-            libc::close(fd);
-            if base == libc::MAP_FAILED {
-                return Err(err.to_string());
-            }
-            (base.cast::<u8>(), len)
-        };
+        let (base, len) = crate::shm::open_mapping(name)?;
         let backing = Backing::Mapping { len, unlink: None };
         // SAFETY: `base` maps `len` readable and writable bytes, owned by the
         // returned region (or unmapped by `Region`'s drop on failure).

@@ -45,3 +45,85 @@ pub(crate) fn open_from_env() -> Option<Region> {
 pub(crate) fn open_from_env() -> Option<Region> {
     None
 }
+
+/// Creates the POSIX shared-memory segment `name` (mode 0600; it must not
+/// exist yet) of `len` zeroed bytes and maps it, shared. On failure nothing
+/// is left behind. The caller unmaps it and unlinks the name.
+#[cfg(unix)]
+pub fn create_mapping(name: &std::ffi::CStr, len: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: a NUL-terminated name; O_EXCL makes the segment ours alone.
+    let fd = unsafe {
+        libc::shm_open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: sizing and mapping our own descriptor; results checked; on
+    // failure the segment we created is removed.
+    unsafe {
+        let base = if libc::ftruncate(fd, len as libc::off_t) == 0 {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        } else {
+            libc::MAP_FAILED
+        };
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if base == libc::MAP_FAILED {
+            libc::shm_unlink(name.as_ptr());
+            return Err(err);
+        }
+        Ok(base.cast())
+    }
+}
+
+/// Maps the existing segment `name`, shared, whole: its base and length.
+/// The segment stays; the caller unmaps the mapping.
+#[cfg(unix)]
+pub fn open_mapping(name: &std::ffi::CStr) -> Result<(*mut u8, usize), String> {
+    // SAFETY: a NUL-terminated name; the result is checked.
+    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    // SAFETY: `stat` is plain data, filled by fstat on our own descriptor;
+    // then mapping `len` bytes of it, shared; the descriptor is closed either
+    // way and the mapping outlives it.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut stat) != 0 {
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(err.to_string());
+        }
+        let len = stat.st_size as usize;
+        if len == 0 {
+            libc::close(fd);
+            return Err("the segment is empty".into());
+        }
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if base == libc::MAP_FAILED {
+            return Err(err.to_string());
+        }
+        Ok((base.cast(), len))
+    }
+}

@@ -11,7 +11,9 @@
 //!   coverage of the program's own code (not the runtime's);
 //! - `--libfuzzer`, an unmodified libFuzzer harness (`LLVMFuzzerTestOneInput`)
 //!   for the process executor: `$CC` or `cc` (`$CXX` or `c++` when a source
-//!   is C++), trace-pc edges on the harness's sources, libdst's libFuzzer
+//!   is C++), trace-pc edges and trace-cmp comparisons on the harness's
+//!   sources (and, in C, its `memcmp`/`strcmp`/`strncmp` logged through
+//!   `sdk-c/libfuzzer/dst_cmplog.h`), libdst's libFuzzer
 //!   `main` (`sdk-c/libfuzzer/dst_libfuzzer_main.c`) and `libdst.a`
 //!   (found in `$DST_LIB_DIR`, beside this tool, or by `pkg-config dst`),
 //!   so the program runs anywhere, explored or by itself.
@@ -35,6 +37,7 @@ use crate::exit;
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RISCV_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_riscv.c");
 const LIBFUZZER_MAIN: &str = include_str!("../../../sdk-c/libfuzzer/dst_libfuzzer_main.c");
+const CMPLOG_H: &str = include_str!("../../../sdk-c/libfuzzer/dst_cmplog.h");
 
 /// The level a guest is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,13 +126,21 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
         Level::Libfuzzer => {
             let lib = libdst_dir()?;
             std::fs::write(dir.join("dst_libfuzzer_main.c"), LIBFUZZER_MAIN).map_err(unwritable)?;
+            std::fs::write(dir.join("dst_cmplog.h"), CMPLOG_H).map_err(unwritable)?;
             let (sources, compile, link) = split_args(args);
             let mut objects = Vec::new();
             for (i, source) in sources.iter().enumerate() {
                 let object = dir.join(format!("{i}.o"));
-                let status = run(Command::new(&compiler)
-                    .args(["-g", "-O1", "-fsanitize-coverage=trace-pc", "-I"])
-                    .arg(dir)
+                // Edges and comparisons; a C source's memcmp and friends
+                // become libdst's logged ones (dst_cmplog.h).
+                let mut command = Command::new(&compiler);
+                command
+                    .args(["-g", "-O1", "-fsanitize-coverage=trace-pc,trace-cmp", "-I"])
+                    .arg(dir);
+                if !is_source(source, true) {
+                    command.arg("-include").arg(dir.join("dst_cmplog.h"));
+                }
+                let status = run(command
                     .args(&compile)
                     .arg("-c")
                     .arg(source)

@@ -7,7 +7,9 @@
 //!   `[libfuzzer]` section of `HARNESS.options`; `-runs`,
 //!   `-max_total_time`, `-seed`, `-timeout`, `-max_len` and `-dict` set
 //!   the campaign (`HARNESS.dict` is read too, as are the harness's own
-//!   strings, `dst_tokens`). Unknown flags are warned about, as libFuzzer
+//!   strings, `dst_tokens`; `-use_cmp=0` turns off the comparison log,
+//!   as libFuzzer's turns off its table of recent comparisons, and keeps
+//!   the dictionaries). Unknown flags are warned about, as libFuzzer
 //!   does; a bad value is exit 2, a bad `.options`, dictionary or seed
 //!   archive exit 4.
 //! - Files as arguments: the harness runs them itself. Directories are
@@ -172,6 +174,8 @@ fn campaign(
         .map_or("harness".into(), |n| n.to_string_lossy().into_owned());
     let mut options = Options::new(&name, work);
     crate::store::ensure_dir(&options.corpus_dir).map_err(super::store_failure)?;
+    // -use_cmp=0: no comparison log (the dictionaries stay).
+    options.cmplog = flags.use_cmp != Some(false);
     options.tokens = super::tokens::from_program(harness);
     // Besides the corpus: a short string of zeros, and each of the
     // harness's own strings as a whole input, so mutation starts from data

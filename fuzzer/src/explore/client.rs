@@ -227,6 +227,7 @@ fn client_inner<EM: ClientManager>(
     }
 
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
+    let (cmplog, cmp_target) = (options.cmplog, target.clone());
     let mut stages = tuple_list!(
         StdMutationalStage::new(HavocScheduledMutator::new(havoc_mutations())),
         StdMutationalStage::new(HavocScheduledMutator::new(tuple_list!(
@@ -234,6 +235,13 @@ fn client_inner<EM: ClientManager>(
             ZeroDecisions,
             SpliceDecisions
         ))),
+        // Only for targets whose last run logged comparisons.
+        IfStage::new(
+            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| {
+                Ok(cmplog && super::cmplog::logs_comparisons(&cmp_target))
+            },
+            tuple_list!(super::cmplog::InputToStateStage::new(target.clone())),
+        ),
         // Only for inputs with a harness's buffer, and only with tokens, so
         // a campaign without them draws the same random numbers as before.
         IfStage::new(

@@ -18,6 +18,7 @@
 //! - `parallel`: the launcher, the broker and merging campaign parts.
 
 mod client;
+mod cmplog;
 mod parallel;
 mod restart;
 mod stages;
@@ -71,6 +72,9 @@ pub struct Options {
     /// A dictionary file in AFL's and libFuzzer's format (`name="value"`
     /// lines, `\xNN` escapes), read when the campaign starts.
     pub dict: Option<PathBuf>,
+    /// Input-to-state mutations from the comparisons a target logs
+    /// (`dst::cmplog`; targets that log none are not affected).
+    pub cmplog: bool,
 }
 
 /// The per-run time limit unless one is given (`--timeout-ms`).
@@ -101,6 +105,7 @@ impl Options {
             reproduce: None,
             tokens: Vec::new(),
             dict: None,
+            cmplog: true,
         }
     }
 }
