@@ -21,11 +21,20 @@
 //!
 //! `--mode prune` minimizes the corpus instead (as `afl-cmin` does): its
 //! entries, shortest first, are run once each, and an entry is kept only if
-//! it adds coverage no shorter entry had: an edge or decision-map slot at a
-//! hit-count class not seen yet, or a property's first hit, example,
-//! counterexample or better guidance. The others are deleted.
+//! it adds coverage no shorter entry had (`Covered`: an edge or
+//! decision-map slot at a hit-count class not seen yet, or a property's
+//! first hit, example, counterexample or better guidance). The others are
+//! deleted.
 //!
-//! Not yet: `--mode batch`, corpus merging.
+//!
+//! `--mode merge --from DIR [--from DIR...]` merges corpora written by
+//! other runs or machines into the target's (libFuzzer's `-merge=1`): the
+//! corpus's own entries are run first, then the others, shortest first,
+//! and each that adds coverage is copied in (named by its hash, written
+//! atomically); nothing is deleted.
+//!
+//! `--mode batch` runs every target, one code-change job each; the driver
+//! runs it (`driver::batch`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -45,10 +54,13 @@ use crate::{exit, report, store};
 pub enum Mode {
     /// Replay what is stored, then explore for --time; fail on new findings.
     CodeChange,
-    /// Every target sharing one time budget (not yet).
+    /// Every target (of the fuzz crate, or each program after --cmd --)
+    /// in code-change mode, sharing one time budget.
     Batch,
     /// Minimize the corpus: keep the entries that add coverage.
     Prune,
+    /// Add to the corpus the entries of --from folders that add coverage.
+    Merge,
 }
 
 /// `ci`'s own flags (the campaign's are `CampaignArgs`).
@@ -62,6 +74,9 @@ pub struct CiArgs {
     /// Write JUnit XML here.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// With --mode merge: a corpus folder to merge (again for more).
+    #[arg(long, value_name = "DIR")]
+    pub from: Vec<PathBuf>,
 }
 
 impl CiArgs {
@@ -71,8 +86,12 @@ impl CiArgs {
             Mode::CodeChange => "code-change",
             Mode::Batch => "batch",
             Mode::Prune => "prune",
+            Mode::Merge => "merge",
         };
         let mut args: Vec<std::ffi::OsString> = vec!["--mode".into(), mode.into()];
+        for dir in &self.from {
+            args.extend(["--from".into(), dir.into()]);
+        }
         if let Some(sarif) = &self.sarif {
             args.extend(["--sarif".into(), sarif.into()]);
         }
@@ -216,9 +235,12 @@ where
     match ci.mode {
         Mode::CodeChange => {}
         Mode::Prune => return prune(exec, catalog, options, json_out),
+        Mode::Merge => return merge(exec, catalog, options, &ci.from, json_out),
         Mode::Batch => {
+            // The driver runs a batch (`driver::batch`), one code-change
+            // job per target.
             eprintln!(
-                "dst-fuzz: ci --mode batch is not implemented yet (code-change and prune are)"
+                "dst-fuzz: ci --mode batch takes the fuzz crate's targets or --cmd programs, not one target"
             );
             return Ok(exit::USAGE);
         }
@@ -312,16 +334,50 @@ fn class(count: u8) -> u8 {
     }
 }
 
-/// `--mode prune` (see the module docs).
-fn prune<E: Executor>(
-    mut exec: E,
-    catalog: &[SiteInfo],
-    options: &Options,
-    json_out: bool,
-) -> Result<i32, StoreError> {
-    let dir = &options.corpus_dir;
+/// What the inputs run so far covered, as `prune` and `merge` judge an
+/// input: it adds coverage if it reaches an edge or decision-map slot at a
+/// hit-count class not seen yet, or a property's first hit, example,
+/// counterexample or better guidance.
+struct Covered {
+    campaign: dst_kernel::Campaign,
+    seen: std::collections::HashSet<(usize, usize, u8)>,
+}
+
+impl Covered {
+    fn new(catalog: &[SiteInfo]) -> Covered {
+        Covered {
+            campaign: dst_kernel::Campaign::new(catalog.to_vec()),
+            seen: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Runs `input`; whether it added coverage.
+    fn adds(&mut self, exec: &mut dyn Executor, input: &[u8]) -> bool {
+        let record = exec.run(input);
+        let novelty = self.campaign.observe(input, &record);
+        let mut adds = novelty.new_edges > 0
+            || !novelty.first_hit.is_empty()
+            || !novelty.first_example.is_empty()
+            || !novelty.first_counterexample.is_empty()
+            || !novelty.better_guidance.is_empty();
+        let coverage = exec.coverage();
+        let maps = [coverage.edges.to_vec(), coverage.decisions.to_vec()];
+        for (m, map) in maps.iter().enumerate() {
+            for (i, &count) in map.iter().enumerate() {
+                if count != 0 && self.seen.insert((m, i, class(count))) {
+                    adds = true;
+                }
+            }
+        }
+        adds
+    }
+}
+
+/// The files of a corpus folder with their bytes (a missing folder: none),
+/// shortest first.
+fn entries(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, StoreError> {
     let unreadable = |source| StoreError::Unreadable {
-        path: dir.clone(),
+        path: dir.to_path_buf(),
         source,
     };
     let mut entries: Vec<(PathBuf, Vec<u8>)> = Vec::new();
@@ -329,7 +385,10 @@ fn prune<E: Executor>(
         Ok(read) => {
             for entry in read {
                 let path = entry.map_err(unreadable)?.path();
-                if path.is_file() {
+                let hidden = path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+                if path.is_file() && !hidden {
                     let bytes = store::read_input(&path)?;
                     entries.push((path, bytes));
                 }
@@ -339,27 +398,20 @@ fn prune<E: Executor>(
         Err(e) => return Err(unreadable(e)),
     }
     entries.sort_by(|a, b| a.1.len().cmp(&b.1.len()).then_with(|| a.1.cmp(&b.1)));
-    let mut campaign = dst_kernel::Campaign::new(catalog.to_vec());
-    let mut seen = std::collections::HashSet::new();
+    Ok(entries)
+}
+
+/// `--mode prune` (see the module docs).
+fn prune<E: Executor>(
+    mut exec: E,
+    catalog: &[SiteInfo],
+    options: &Options,
+    json_out: bool,
+) -> Result<i32, StoreError> {
+    let mut covered = Covered::new(catalog);
     let (mut kept, mut dropped) = (Vec::new(), Vec::new());
-    for (path, input) in entries {
-        let record = exec.run(&input);
-        let novelty = campaign.observe(&input, &record);
-        let coverage = exec.coverage();
-        let maps = [coverage.edges.to_vec(), coverage.decisions.to_vec()];
-        let mut adds = novelty.new_edges > 0
-            || !novelty.first_hit.is_empty()
-            || !novelty.first_example.is_empty()
-            || !novelty.first_counterexample.is_empty()
-            || !novelty.better_guidance.is_empty();
-        for (m, map) in maps.iter().enumerate() {
-            for (i, &count) in map.iter().enumerate() {
-                if count != 0 && seen.insert((m, i, class(count))) {
-                    adds = true;
-                }
-            }
-        }
-        if adds {
+    for (path, input) in entries(&options.corpus_dir)? {
+        if covered.adds(&mut exec, &input) {
             kept.push(path);
         } else {
             dropped.push(path);
@@ -390,6 +442,87 @@ fn prune<E: Executor>(
         );
     }
     Ok(exit::OK)
+}
+
+/// `--mode merge` (see the module docs).
+fn merge<E: Executor>(
+    mut exec: E,
+    catalog: &[SiteInfo],
+    options: &Options,
+    from: &[PathBuf],
+    json_out: bool,
+) -> Result<i32, StoreError> {
+    if from.is_empty() {
+        return Err(StoreError::BadInput {
+            path: options.corpus_dir.clone(),
+            why: "ci --mode merge needs the folders to merge: --from DIR".into(),
+        });
+    }
+    let mut incoming = Vec::new();
+    for dir in from {
+        if !dir.is_dir() {
+            return Err(StoreError::BadInput {
+                path: dir.clone(),
+                why: "not a corpus folder".into(),
+            });
+        }
+        incoming.extend(entries(dir)?);
+    }
+    incoming.sort_by(|a, b| a.1.len().cmp(&b.1.len()).then_with(|| a.1.cmp(&b.1)));
+    incoming.dedup_by(|a, b| a.1 == b.1);
+    store::ensure_dir(&options.corpus_dir)?;
+    // An input that crashes must not end the job: run them isolated.
+    let (added, before) = if let Some(mut isolated) = exec.isolated(options.timeout) {
+        merge_into(&mut *isolated, catalog, &options.corpus_dir, &incoming)
+    } else {
+        merge_into(&mut exec, catalog, &options.corpus_dir, &incoming)
+    }?;
+    eprintln!(
+        "dst-fuzz: ci {}: merged {added} of {} entries from {} folder(s) into {} ({} entries before)",
+        options.name,
+        incoming.len(),
+        from.len(),
+        options.corpus_dir.display(),
+        before
+    );
+    if json_out {
+        println!(
+            "{}",
+            json!({
+                "mode": "merge",
+                "target": options.name,
+                "added": added,
+                "considered": incoming.len(),
+                "before": before,
+            })
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// Runs `corpus`'s entries, then copies in each of `incoming` that adds
+/// coverage; returns how many it copied, and how many `corpus` had.
+fn merge_into(
+    runner: &mut dyn Executor,
+    catalog: &[SiteInfo],
+    corpus: &Path,
+    incoming: &[(PathBuf, Vec<u8>)],
+) -> Result<(usize, usize), StoreError> {
+    let mut covered = Covered::new(catalog);
+    let existing = entries(corpus)?;
+    for (_, input) in &existing {
+        covered.adds(runner, input);
+    }
+    let mut added = 0;
+    for (_, input) in incoming {
+        if existing.iter().any(|(_, e)| e == input) || !covered.adds(runner, input) {
+            continue;
+        }
+        let path = corpus.join(format!("{:016x}", dst::hash::fnv64(input)));
+        store::write(&path, input)?;
+        added += 1;
+    }
+    Ok((added, existing.len()))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), StoreError> {

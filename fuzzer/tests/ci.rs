@@ -159,3 +159,117 @@ fn a_code_change_job_fails_only_on_new_findings() {
     assert_eq!(summary["executions"], 0, "failed fast: {summary}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--mode batch` over two libFuzzer harnesses (`--cmd -- magic journal`),
+/// then `--mode merge` of one's corpus moved aside.
+#[test]
+fn a_batch_job_runs_every_program_and_a_merge_adds_only_what_adds_coverage() {
+    let dir = std::env::temp_dir().join(format!("dst-ci-batch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let magic = common::libfuzzer_harness(&dir, "magic");
+    let journal = common::libfuzzer_harness(&dir, "journal");
+    let (sarif, junit) = (dir.join("batch.sarif"), dir.join("batch.xml"));
+    let batch = |runs: &str| {
+        let out = driver(
+            &dir,
+            &[
+                "ci",
+                "--mode",
+                "batch",
+                "--runs",
+                runs,
+                "--stop-on-finding",
+                "--json",
+                "--sarif",
+                sarif.to_str().unwrap(),
+                "--junit",
+                junit.to_str().unwrap(),
+                "--cmd",
+                "--defer",
+                "--",
+                magic.to_str().unwrap(),
+                journal.to_str().unwrap(),
+            ],
+        );
+        let summary: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        (out.status.code(), summary, text(&out))
+    };
+
+    // Both have a bug: each target's job finds its own; one SARIF run
+    // holds both results, one JUnit document both suites.
+    let (code, summary, shown) = batch("30000");
+    assert_eq!(code, Some(1), "{shown}");
+    let targets = summary["targets"].as_array().unwrap();
+    let names: Vec<&str> = targets
+        .iter()
+        .map(|t| t["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["magic", "journal"], "{shown}");
+    for t in targets {
+        assert_eq!(t["status"], 1, "{t}");
+        assert_eq!(t["summary"]["new"].as_array().unwrap().len(), 1, "{t}");
+    }
+    let log: Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+    assert_eq!(log["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        log["runs"][0]["results"].as_array().unwrap().len(),
+        2,
+        "{log}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("name=\"dst: magic\"") && xml.contains("name=\"dst: journal\""),
+        "{xml}"
+    );
+
+    // Again, bugs unfixed: nothing new, both still failing, exit 0.
+    let (code, summary, shown) = batch("300");
+    assert_eq!(code, Some(0), "{shown}");
+    assert_eq!(summary["new"], 0, "{summary}");
+    for t in summary["targets"].as_array().unwrap() {
+        assert_eq!(
+            t["summary"]["still_failing"].as_array().unwrap().len(),
+            1,
+            "{t}"
+        );
+    }
+
+    // Merge: magic's corpus moved aside comes back without the entries
+    // that add nothing; merged again, nothing is added.
+    let corpus = dir.join("corpus").join("magic");
+    let aside = dir.join("aside");
+    std::fs::rename(&corpus, &aside).unwrap();
+    let count = |d: &Path| std::fs::read_dir(d).map_or(0, |r| r.count());
+    let merge = |from: &Path| {
+        driver(
+            &dir,
+            &[
+                "ci",
+                "--mode",
+                "merge",
+                "--from",
+                from.to_str().unwrap(),
+                "--json",
+                "--cmd",
+                "--defer",
+                "--",
+                magic.to_str().unwrap(),
+            ],
+        )
+    };
+    let first = merge(&aside);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let added = summary["added"].as_u64().unwrap() as usize;
+    assert!(added > 0 && added == count(&corpus), "{summary}");
+    assert!(added <= count(&aside), "{summary}");
+    let second = merge(&aside);
+    let summary: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(summary["added"], 0, "{summary}");
+    assert_eq!(count(&corpus), added);
+    let missing = merge(&dir.join("no-such-folder"));
+    assert_eq!(missing.status.code(), Some(4), "{}", text(&missing));
+    let _ = std::fs::remove_dir_all(&dir);
+}

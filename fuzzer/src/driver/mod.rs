@@ -9,6 +9,7 @@
 //! - here: the command line (sharing [`crate::args`] with target binaries),
 //!   and calling a target binary with it.
 
+pub mod batch;
 pub mod build;
 pub mod cc;
 pub mod cmd;
@@ -352,6 +353,26 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         } => {
             if args.runs.is_none() && args.time.is_none() {
                 args.time = Some(crate::ci::DEFAULT_TIME);
+            }
+            if ci.mode == crate::ci::Mode::Batch {
+                let targets: Vec<batch::Target> = if level.cmd.cmd {
+                    let programs = batch::programs(&level.cmd.command);
+                    programs
+                        .iter()
+                        .map(|p| batch::Target::program(p, level.cmd.defer))
+                        .collect()
+                } else if level.alone() || name.is_some() {
+                    return Err((
+                        exit::USAGE,
+                        "ci --mode batch runs every target of the fuzz crate (no NAME), or each program after --cmd --".into(),
+                    ));
+                } else {
+                    fuzz.targets()?
+                        .iter()
+                        .map(|n| batch::Target::of_crate(n))
+                        .collect()
+                };
+                return batch::run(&fuzz.dir, &targets, &args, &ci);
             }
             let timeout = std::time::Duration::from_millis(args.timeout_ms);
             if let Some(exec) = level.direct(timeout)? {
