@@ -113,6 +113,12 @@ pub(crate) fn attach<'a>(region: &Region, input: &[u8], flags: u64) -> MutexGuar
 
 /// Detaches `region` from the SDK if it is attached.
 pub(crate) fn detach(region: &Region) {
+    // A region that is not attached needs no lock: an executor made and
+    // dropped inside another's run (a target that loads a wasm module)
+    // would otherwise wait for the lock its own run holds.
+    if dst::runtime::attached() != region.view().base() {
+        return;
+    }
     let _attached = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
     if dst::runtime::attached() == region.view().base() {
         dst::detach();

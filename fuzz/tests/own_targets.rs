@@ -39,31 +39,56 @@ fn statuses(summary: &serde_json::Value) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
-fn region_validation_holds_under_exploration() {
-    let summary = explore(env!("CARGO_BIN_EXE_region_header"), "region");
-    for (message, status) in statuses(&summary) {
-        assert_eq!(status, "passing", "{message}");
-    }
-}
-
-#[test]
-fn the_campaign_parser_never_panics() {
-    let summary = explore(env!("CARGO_BIN_EXE_campaign_file"), "campaign");
-    assert!(summary["findings"].as_array().unwrap().is_empty());
-    for (message, status) in statuses(&summary) {
-        assert_eq!(status, "passing", "{message}");
-    }
-}
-
-#[test]
-fn the_guest_loaders_never_panic_on_a_scribbled_elf() {
-    let summary = explore(env!("CARGO_BIN_EXE_guest_elf"), "guest-elf");
+/// Every property of `binary` passes and it reports no finding.
+fn holds(binary: &str, tag: &str) {
+    let summary = explore(binary, tag);
     assert!(
         summary["findings"].as_array().unwrap().is_empty(),
         "{summary}"
     );
-    for (message, status) in statuses(&summary) {
+    let statuses = statuses(&summary);
+    assert!(!statuses.is_empty(), "{summary}");
+    for (message, status) in statuses {
         assert_eq!(status, "passing", "{message}");
     }
+}
+
+#[test]
+fn region_validation_holds_under_exploration() {
+    holds(env!("CARGO_BIN_EXE_region_header"), "region");
+}
+
+#[test]
+fn the_campaign_parser_never_panics() {
+    holds(env!("CARGO_BIN_EXE_campaign_file"), "campaign");
+}
+
+#[test]
+fn the_guest_loaders_never_panic_on_a_scribbled_elf() {
+    holds(env!("CARGO_BIN_EXE_guest_elf"), "guest-elf");
+}
+
+#[test]
+fn the_decision_decoder_and_run_records_hold_under_exploration() {
+    holds(env!("CARGO_BIN_EXE_decision_decoder"), "decisions");
+}
+
+#[test]
+fn damaged_finding_files_are_read_and_reported_safely() {
+    holds(env!("CARGO_BIN_EXE_finding_file"), "finding");
+}
+
+#[test]
+fn the_wasm_loader_never_panics_on_a_scribbled_module() {
+    holds(env!("CARGO_BIN_EXE_wasm_module"), "wasm");
+}
+
+#[test]
+fn the_history_readers_never_panic_on_a_damaged_log() {
+    holds(env!("CARGO_BIN_EXE_history"), "history");
+}
+
+#[test]
+fn libfuzzer_flags_and_options_files_are_read_or_refused_in_one_line() {
+    holds(env!("CARGO_BIN_EXE_libfuzzer_flags"), "libfuzzer");
 }

@@ -603,8 +603,14 @@ pub fn sarif(failing: &[Value]) -> String {
     serde_json::to_string_pretty(&out).unwrap_or_default()
 }
 
+/// `text` escaped for XML, without the characters XML 1.0 forbids (a
+/// finding's message may hold any byte of the target's output).
 fn xml(text: &str) -> String {
-    text.replace('&', "&amp;")
+    let allowed = |c: &char| !matches!(c, '\0'..='\x08' | '\x0b' | '\x0c' | '\x0e'..='\x1f' | '\u{fffe}' | '\u{ffff}');
+    text.chars()
+        .filter(allowed)
+        .collect::<String>()
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -694,5 +700,15 @@ mod tests {
         );
         assert!(text.contains("name=\"a &lt; b\""), "{text}");
         assert!(text.contains("boom &amp; bust"), "{text}");
+    }
+
+    #[test]
+    fn junit_drops_characters_xml_forbids() {
+        // Found by dst's own finding_file target: a message with a control
+        // character made the document unreadable to XML parsers.
+        let crash = json!({"kind": "crash", "message": "bad\u{1}byte\u{b}", "signature": {}});
+        let text = junit("t\u{0}", &json!([]), &[crash]);
+        assert!(text.contains("badbyte"), "{text}");
+        assert!(!text.chars().any(|c| c < ' ' && c != '\n'), "{text:?}");
     }
 }

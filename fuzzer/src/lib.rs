@@ -6,7 +6,8 @@
 //! How the parts fit:
 //! - [`target!`] turns a closure into a target binary whose command line
 //!   ([`cli`]) offers `fuzz`, `ci`, `replay`, `minimize`, `report` and
-//!   `catalog`;
+//!   `catalog`; [`fuzz_target!`] does the same for a cargo-fuzz harness
+//!   (bytes, or an `arbitrary` type, drawn from decisions);
 //!   the `cargo-dst-fuzz` binary ([`driver`]) builds targets (with sanitizer
 //!   coverage on the user's crates) and calls those commands, or explores
 //!   another program itself (`--cmd`). [`args`] defines the flags both share.
@@ -52,6 +53,79 @@ macro_rules! target {
     ($body:expr) => {
         fn main() {
             ::std::process::exit($crate::cli::run(::std::boxed::Box::new($body)));
+        }
+    };
+}
+
+/// `arbitrary`, for [`fuzz_target!`]'s typed form, as `libfuzzer_sys`
+/// re-exports it (`use dst_fuzz::arbitrary::{Arbitrary, Unstructured}`;
+/// `#[derive(Arbitrary)]` needs `arbitrary` with its `derive` feature as a
+/// dependency of the fuzz crate).
+pub use arbitrary;
+
+/// The bytes of a [`fuzz_target!`] harness in this run: two decisions
+/// (`dst::libfuzzer::input`), at most `dst::libfuzzer::max_len()` long.
+#[doc(hidden)]
+pub fn harness_bytes() -> Vec<u8> {
+    dst::libfuzzer::input(dst::libfuzzer::max_len())
+}
+
+/// cargo-fuzz's `fuzz_target!` (libfuzzer-sys), so that a cargo-fuzz target
+/// ports by changing its import (`use dst_fuzz::fuzz_target;`; the file
+/// keeps its `#![no_main]`: the macro defines the C `main`, as libFuzzer
+/// does). The harness's bytes are decisions (`dst::libfuzzer::input`), so
+/// `dst::fault!`, `dst::random` and the assertions keep working beside
+/// them, and the binary has [`target!`]'s command line.
+///
+/// ```ignore
+/// #![no_main]
+/// use dst_fuzz::fuzz_target;
+///
+/// fuzz_target!(|data: &[u8]| {
+///     let _ = std::str::from_utf8(data);
+/// });
+/// ```
+///
+/// Also `|input: T|` for `T: arbitrary::Arbitrary`, built from the bytes
+/// with `arbitrary_take_rest` (a run whose bytes make no `T` returns at
+/// once, as under libFuzzer), and `init: EXPR,` before the closure, run once
+/// before the first run.
+#[macro_export]
+macro_rules! fuzz_target {
+    (|$data:ident: &[u8]| $body:block) => {
+        $crate::fuzz_target!(init: (), |$data: &[u8]| $body);
+    };
+    (|$data:ident: $ty:ty| $body:block) => {
+        $crate::fuzz_target!(init: (), |$data: $ty| $body);
+    };
+    (init: $init:expr, |$data:ident: &[u8]| $body:block) => {
+        $crate::fuzz_target!(@main { $init; }, {
+            let __dst_bytes = $crate::harness_bytes();
+            let $data: &[u8] = &__dst_bytes;
+            $body
+        });
+    };
+    (init: $init:expr, |$data:ident: $ty:ty| $body:block) => {
+        $crate::fuzz_target!(@main { $init; }, {
+            let __dst_bytes = $crate::harness_bytes();
+            let Ok($data) = <$ty as $crate::arbitrary::Arbitrary>::arbitrary_take_rest(
+                $crate::arbitrary::Unstructured::new(&__dst_bytes),
+            ) else {
+                return;
+            };
+            $body
+        });
+    };
+    (@main $init:block, $run:block) => {
+        /// The C `main` (the file is `#![no_main]`, as cargo-fuzz targets are).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn main(
+            _argc: ::std::os::raw::c_int,
+            _argv: *const *const ::std::os::raw::c_char,
+        ) -> ::std::os::raw::c_int {
+            $init
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            $crate::cli::run(::std::boxed::Box::new(|| $run))
         }
     };
 }

@@ -192,7 +192,7 @@ fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, FlagError>
     value
         .trim()
         .parse()
-        .map_err(|_| FlagError(format!("-{name}={value}: not a number")))
+        .map_err(|_| FlagError(format!("-{name}={}: not a number", value.escape_debug())))
 }
 
 impl Flags {
@@ -300,6 +300,13 @@ impl Flags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_flag_is_one_line() {
+        // Found by dst's own libfuzzer_flags target.
+        let error = Flags::parse(["-runs=1\n2"]).unwrap_err().to_string();
+        assert_eq!(error, "-runs=1\\n2: not a number");
+    }
 
     #[test]
     fn flags_and_inputs_are_read_as_libfuzzer_reads_them() {

@@ -116,7 +116,15 @@ pub enum LoadError {
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LoadError::BadModule(m) | LoadError::StartFailed(m) => f.write_str(m),
+            // One line: wasmparser's and wasmi's messages can hold a
+            // pretty-printed value over several.
+            LoadError::BadModule(m) | LoadError::StartFailed(m) => {
+                let mut words = m.split_whitespace();
+                if let Some(first) = words.next() {
+                    f.write_str(first)?;
+                }
+                words.try_for_each(|w| write!(f, " {w}"))
+            }
         }
     }
 }

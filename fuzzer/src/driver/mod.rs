@@ -164,6 +164,12 @@ pub enum Cmd {
         /// The crate's folder.
         #[arg(long, default_value = ".")]
         path: PathBuf,
+        /// Convert this cargo-fuzz crate (a `fuzz/` folder) in place
+        /// instead: its libfuzzer-sys dependency, its targets' imports, its
+        /// corpus and crash artifacts (the originals are kept in
+        /// DIR/cargo-fuzz-backup).
+        #[arg(long, value_name = "DIR")]
+        from_cargo_fuzz: Option<PathBuf>,
     },
     /// List the targets.
     List,
@@ -310,7 +316,11 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         dir: cli.fuzz_dir.clone(),
     };
     match cli.command {
-        Cmd::Init { path } => init::init(&path),
+        Cmd::Init {
+            from_cargo_fuzz: Some(dir),
+            ..
+        } => init::from_cargo_fuzz(&dir),
+        Cmd::Init { path, .. } => init::init(&path),
         Cmd::List => {
             for name in fuzz.targets()? {
                 println!("{name}");
