@@ -53,6 +53,11 @@ pub struct InProcess<F> {
     target: F,
     flags: u64,
     catalog: Vec<SiteInfo>,
+    /// What the target compared in its last run with `FLAG_CMPLOG`
+    /// (`dst::cmplog`): logged by the comparison callbacks of code built by
+    /// `cargo dst-fuzz` (`-sanitizer-coverage-trace-compares`); empty for
+    /// other builds and other runs.
+    cmplog: Option<dst::cmplog::Log>,
 }
 
 impl<F: FnMut()> InProcess<F> {
@@ -75,6 +80,7 @@ impl<F: FnMut()> InProcess<F> {
             target,
             flags: 0,
             catalog: dst::catalog::sites(),
+            cmplog: dst::cmplog::Log::anonymous().ok(),
         }
     }
 }
@@ -128,6 +134,16 @@ pub(crate) fn detach(region: &Region) {
 impl<F: FnMut()> Executor for InProcess<F> {
     fn execute(&mut self, input: &[u8]) -> End {
         let _attached = attach(&self.region, input, self.flags);
+        if let Some(log) = &self.cmplog {
+            // Logged only when asked: a comparison costs a callback either
+            // way, and an entry only here.
+            log.clear();
+            if self.flags & dst::region::FLAG_CMPLOG != 0 {
+                dst::cmplog::attach_local(log);
+            } else {
+                dst::cmplog::detach_local(log);
+            }
+        }
         IN_RUN.with(|r| r.set(true));
         let result = dst::thread::run_body(&mut self.target);
         IN_RUN.with(|r| r.set(false));
@@ -163,6 +179,13 @@ impl<F: FnMut()> Executor for InProcess<F> {
 
     fn set_flags(&mut self, flags: u64) {
         self.flags = flags;
+    }
+
+    fn comparisons(&self) -> Vec<dst::cmplog::Entry> {
+        self.cmplog
+            .as_ref()
+            .map(dst::cmplog::Log::entries)
+            .unwrap_or_default()
     }
 
     fn isolated(&mut self, timeout: Duration) -> Option<Box<dyn Executor + '_>> {

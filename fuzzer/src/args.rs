@@ -109,6 +109,10 @@ pub struct CampaignArgs {
     /// `name="value"` lines).
     #[arg(long, value_name = "FILE")]
     pub dict: Option<PathBuf>,
+    /// No comparison feedback (the comparison log and input-to-state
+    /// replacement; tokens stay), as libFuzzer's -use_cmp=0.
+    #[arg(long)]
+    pub no_cmplog: bool,
 }
 
 impl CampaignArgs {
@@ -133,6 +137,7 @@ impl CampaignArgs {
             shrink_budget: self.shrink_budget,
             stop_on_finding: self.stop_on_finding,
             dict: self.dict.clone(),
+            cmplog: !self.no_cmplog,
             ..Options::new(name, std::path::Path::new("."))
         }
     }
@@ -160,6 +165,7 @@ impl CampaignArgs {
             ("--stop-on-finding", self.stop_on_finding),
             ("--json", self.json),
             ("--quiet", self.quiet),
+            ("--no-cmplog", self.no_cmplog),
         ] {
             if on {
                 args.push(flag.into());

@@ -1,7 +1,6 @@
-//! Comparison hooks into the comparison log (`dst::cmplog`):
-//! - gcc's and clang's `-fsanitize-coverage=trace-cmp` callbacks
-//!   (`__sanitizer_cov_trace_cmp{1,2,4,8}`, `..._const_cmp{1,2,4,8}`,
-//!   `..._switch`; gcc's float ones are accepted and ignored);
+//! Comparison hooks into the comparison log (`dst::cmplog`; gcc's and
+//! clang's `-fsanitize-coverage=trace-cmp` callbacks are the dst crate's,
+//! shared with Rust targets, and linked in from it):
 //! - `dst_memcmp`, `dst_bcmp`, `dst_strcmp`, `dst_strncmp`, which
 //!   `libfuzzer/dst_cmplog.h` (force-included into a harness's C sources by
 //!   `cargo dst-fuzz cc --libfuzzer`) puts in place of the C library's, so
@@ -13,57 +12,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use dst_sdk::cmplog::{record_bytes, record_int};
-
-macro_rules! cmp_hooks {
-    ($($name:ident, $const_name:ident: $ty:ty, $len:expr;)*) => {$(
-        /// A trace-cmp callback.
-        #[unsafe(no_mangle)]
-        pub extern "C" fn $name(first: $ty, second: $ty) {
-            record_int($len, first as u64, second as u64, false);
-        }
-
-        /// A trace-cmp callback whose first operand is a constant.
-        #[unsafe(no_mangle)]
-        pub extern "C" fn $const_name(first: $ty, second: $ty) {
-            record_int($len, first as u64, second as u64, true);
-        }
-    )*};
-}
-
-cmp_hooks! {
-    __sanitizer_cov_trace_cmp1, __sanitizer_cov_trace_const_cmp1: u8, 1;
-    __sanitizer_cov_trace_cmp2, __sanitizer_cov_trace_const_cmp2: u16, 2;
-    __sanitizer_cov_trace_cmp4, __sanitizer_cov_trace_const_cmp4: u32, 4;
-    __sanitizer_cov_trace_cmp8, __sanitizer_cov_trace_const_cmp8: u64, 8;
-}
-
-/// gcc's float comparison callback (not logged).
-#[unsafe(no_mangle)]
-pub extern "C" fn __sanitizer_cov_trace_cmpf(_first: f32, _second: f32) {}
-
-/// gcc's double comparison callback (not logged).
-#[unsafe(no_mangle)]
-pub extern "C" fn __sanitizer_cov_trace_cmpd(_first: f64, _second: f64) {}
-
-/// A switch: `cases[0]` values of `cases[1]` bits follow.
-///
-/// # Safety
-/// `cases` is the compiler's table for this switch.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __sanitizer_cov_trace_switch(value: u64, cases: *const u64) {
-    if cases.is_null() {
-        return;
-    }
-    // SAFETY: the compiler's table: a count, a width, then the values.
-    let (count, bits) = unsafe { (*cases, *cases.add(1)) };
-    let len = (bits / 8).clamp(1, 8) as u8;
-    for i in 0..count.min(16) as usize {
-        // SAFETY: as above, `count` values follow.
-        let case = unsafe { *cases.add(2 + i) };
-        record_int(len, value, case, false);
-    }
-}
+use dst_sdk::cmplog::record_bytes;
 
 /// # Safety
 /// `p` points at `n` readable bytes.

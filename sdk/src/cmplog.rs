@@ -1,14 +1,17 @@
 //! The comparison log: what a target compared in its last run (integer
-//! comparisons from `-fsanitize-coverage=trace-cmp`, and `memcmp`,
-//! `strcmp`, `strncmp` in code built by `cargo dst-fuzz cc --libfuzzer`),
-//! so the explorer can write a compared value where its other operand
-//! came from (LibAFL's input-to-state replacement, as AFL++'s cmplog).
+//! comparisons from `-fsanitize-coverage=trace-cmp` in C and
+//! `-sanitizer-coverage-trace-compares` in Rust, whose callbacks are
+//! defined here, and `memcmp`, `strcmp`, `strncmp` in code built by `cargo
+//! dst-fuzz cc --libfuzzer`), so the explorer can write a compared value
+//! where its other operand came from (LibAFL's input-to-state replacement,
+//! as AFL++'s cmplog).
 //!
 //! The process executor creates a shared-memory segment of [`SIZE`] bytes
 //! and names it in [`ENV`]; libdst maps it before its fork server starts
 //! ([`attach_from_env`]), and the hooks append [`Entry`]s until
-//! [`CAPACITY`] are taken. The executor zeroes the count before each run.
-//! Without the variable (no explorer, or another level) recording is one
+//! [`CAPACITY`] are taken. The in-process executor makes its own log this
+//! process's ([`attach_local`]). The executor zeroes the count before each
+//! run. Without a log (no explorer, or another level) recording is one
 //! relaxed load and a branch.
 //!
 //! Layout: a [`Header`] (count, capacity, magic), then `CAPACITY` entries.
@@ -97,6 +100,82 @@ pub fn attach_from_env() {
 #[cfg(not(unix))]
 pub fn attach_from_env() {}
 
+/// Makes `log` this process's comparison log: for a target that runs in
+/// the explorer's own process. Undone by [`detach_local`], or when `log`
+/// is dropped.
+#[cfg(unix)]
+pub fn attach_local(log: &Log) {
+    LOG.store(log.base, Ordering::Release);
+}
+
+/// Stops logging into `log`, if it is this process's log.
+#[cfg(unix)]
+pub fn detach_local(log: &Log) {
+    let _ = LOG.compare_exchange(
+        log.base,
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
+}
+
+macro_rules! cmp_hooks {
+    ($($name:ident, $const_name:ident: $ty:ty, $len:expr;)*) => {$(
+        /// A trace-cmp callback.
+        #[cfg(unix)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(first: $ty, second: $ty) {
+            record_int($len, first as u64, second as u64, false);
+        }
+
+        /// A trace-cmp callback whose first operand is a constant.
+        #[cfg(unix)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $const_name(first: $ty, second: $ty) {
+            record_int($len, first as u64, second as u64, true);
+        }
+    )*};
+}
+
+// The sanitizer's comparison callbacks, for C (libdst links this crate)
+// and for Rust targets built by `cargo dst-fuzz` alike: one definition.
+cmp_hooks! {
+    __sanitizer_cov_trace_cmp1, __sanitizer_cov_trace_const_cmp1: u8, 1;
+    __sanitizer_cov_trace_cmp2, __sanitizer_cov_trace_const_cmp2: u16, 2;
+    __sanitizer_cov_trace_cmp4, __sanitizer_cov_trace_const_cmp4: u32, 4;
+    __sanitizer_cov_trace_cmp8, __sanitizer_cov_trace_const_cmp8: u64, 8;
+}
+
+/// gcc's float comparison callback (not logged).
+#[cfg(unix)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __sanitizer_cov_trace_cmpf(_first: f32, _second: f32) {}
+
+/// gcc's double comparison callback (not logged).
+#[cfg(unix)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __sanitizer_cov_trace_cmpd(_first: f64, _second: f64) {}
+
+/// A switch: `cases[0]` values of `cases[1]` bits follow.
+///
+/// # Safety
+/// `cases` is the compiler's table for this switch.
+#[cfg(unix)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __sanitizer_cov_trace_switch(value: u64, cases: *const u64) {
+    if cases.is_null() {
+        return;
+    }
+    // SAFETY: the compiler's table: a count, a width, then the values.
+    let (count, bits) = unsafe { (*cases, *cases.add(1)) };
+    let len = (bits / 8).clamp(1, 8) as u8;
+    for i in 0..count.min(16) as usize {
+        // SAFETY: as above, `count` values follow.
+        let case = unsafe { *cases.add(2 + i) };
+        record_int(len, value, case, false);
+    }
+}
+
 #[inline]
 fn append(make: impl FnOnce(&mut Entry)) {
     let base = LOG.load(Ordering::Relaxed);
@@ -169,7 +248,39 @@ impl Log {
         Ok(Log { base, name })
     }
 
-    /// The name to put in [`ENV`].
+    /// A log without a name, for this process and the children it forks
+    /// ([`attach_local`]): an anonymous shared mapping, so a process that
+    /// ends without dropping it (LibAFL's crash handler exits at once)
+    /// leaves nothing behind in /dev/shm.
+    pub fn anonymous() -> std::io::Result<Log> {
+        // SAFETY: a fresh anonymous shared mapping; the result is checked.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let base = base.cast::<u8>();
+        // SAFETY: the mapping holds SIZE zeroed bytes, ours alone so far.
+        unsafe {
+            let header = &mut *base.cast::<Header>();
+            header.capacity = CAPACITY as u32;
+            header.magic = MAGIC;
+        }
+        Ok(Log {
+            base,
+            name: std::ffi::CString::default(),
+        })
+    }
+
+    /// The name to put in [`ENV`] (empty for an anonymous log).
     pub fn name(&self) -> &std::ffi::CStr {
         &self.name
     }
@@ -205,10 +316,14 @@ impl Log {
 #[cfg(unix)]
 impl Drop for Log {
     fn drop(&mut self) {
+        // Hooks stop writing to it first, if it is this process's log.
+        detach_local(self);
         // SAFETY: our mapping and our segment's name.
         unsafe {
             libc::munmap(self.base.cast(), SIZE);
-            libc::shm_unlink(self.name.as_ptr());
+            if !self.name.is_empty() {
+                libc::shm_unlink(self.name.as_ptr());
+            }
         }
     }
 }
@@ -222,8 +337,24 @@ unsafe impl Send for Log {}
 mod tests {
     use super::*;
 
+    /// The tests share the process's one log pointer.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn a_local_log_records_only_while_attached() {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let log = Log::anonymous().unwrap();
+        attach_local(&log);
+        __sanitizer_cov_trace_const_cmp4(0x2154_5344, 7);
+        assert_eq!(log.entries().len(), 1);
+        detach_local(&log);
+        __sanitizer_cov_trace_const_cmp4(0x2154_5344, 8);
+        assert_eq!(log.entries().len(), 1, "nothing is logged once detached");
+    }
+
     #[test]
     fn a_target_records_and_the_owner_reads_back_at_most_the_capacity() {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let name =
             std::ffi::CString::new(format!("/dst-cmplog-test-{}", std::process::id())).unwrap();
         let log = Log::create(name.clone()).unwrap();

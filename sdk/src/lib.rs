@@ -33,6 +33,9 @@
 //!
 //! [`libfuzzer`] gives libFuzzer-style harnesses their bytes as decisions
 //! and reads libFuzzer's flags (libdst's `main`, `dst_fuzz::fuzz_target!`).
+//! [`cmplog`] defines the sanitizer's comparison callbacks (for C through
+//! libdst and for Rust targets built by `cargo dst-fuzz`) and logs what a
+//! run compared, for the explorer's input-to-state stage.
 //!
 //! Ids and names that must be the same in every run and process (site ids,
 //! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a.

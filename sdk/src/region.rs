@@ -48,6 +48,10 @@ pub const FLAG_TRACE_SITES: u64 = 1;
 /// Without it (the explorer's fast path) they are skipped, as nothing reads
 /// them; `FLAG_TRACE_SITES` implies it.
 pub const FLAG_EVENTS: u64 = 2;
+/// Header flag: log this run's comparisons (`crate::cmplog`), for the
+/// explorer's input-to-state stage. The in-process executor attaches its
+/// log only for such runs: a logged comparison costs an entry.
+pub const FLAG_CMPLOG: u64 = 4;
 
 /// Status bit: an assertion site's catalog index did not fit `sites_capacity`.
 pub const STATUS_SITES_OVERFLOW: u64 = 1;

@@ -83,3 +83,38 @@ fn a_libfuzzer_corpus_file_reaches_the_harness_unchanged() {
     let (replay, status) = campaign.replay(&input);
     assert_eq!(status, 0, "{replay}");
 }
+
+#[test]
+fn a_crashing_corpus_entry_is_a_finding_even_when_seeding_spends_the_budget() {
+    // The crash ends the client's process (LibAFL's handler saves the
+    // state and the crash); the restarted client goes on after that seed,
+    // and the crash is reported although no mutation runs (`--runs 1`).
+    let dir = std::env::temp_dir().join(format!("dst-ported-seed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("corpus")).unwrap();
+    std::fs::write(
+        dir.join("corpus/crash"),
+        dst::libfuzzer::encode(b"K\x09abc"),
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_record"))
+        .args(["fuzz", "--runs", "1", "--json", "--quiet", "--corpus"])
+        .arg(dir.join("corpus"))
+        .arg("--findings")
+        .arg(dir.join("findings"))
+        .arg("--campaign")
+        .arg(dir.join("campaign.json"))
+        .output()
+        .unwrap();
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{summary}");
+    let findings = summary["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{summary}");
+    assert!(
+        findings[0]["signature"]["at"]
+            .as_str()
+            .unwrap()
+            .contains("record.rs"),
+        "{summary}"
+    );
+}

@@ -9,11 +9,13 @@ use std::process::Command;
 use super::Failure;
 use crate::exit;
 
-/// Flags that give a crate LLVM's inline 8-bit edge counters.
+/// Flags that give a crate LLVM's inline 8-bit edge counters, and its
+/// integer comparisons to the comparison log (`dst::cmplog`'s callbacks).
 pub const SANCOV_FLAGS: &[&str] = &[
     "-Cpasses=sancov-module",
     "-Cllvm-args=-sanitizer-coverage-level=3",
     "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+    "-Cllvm-args=-sanitizer-coverage-trace-compares",
 ];
 
 /// dst's own crates, never instrumented.

@@ -92,6 +92,14 @@ fn harness_timeout(exec: &dyn Executor, timeout: Duration) -> Duration {
     }
 }
 
+/// How far seeding got (seeds evaluated, in order: the corpus, the nominal
+/// run, the random tails), kept in the state a restarted client gets back.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Seeding {
+    next: usize,
+}
+libafl_bolts::impl_serdeany!(Seeding);
+
 fn client_inner<EM: ClientManager>(
     exec: Box<dyn Executor>,
     options: &Options,
@@ -188,7 +196,12 @@ fn client_inner<EM: ClientManager>(
         // strategy (direct, PCT, POS) for mutation to start from.
         let mut seeds = store::load_corpus(&options.corpus_dir)?;
         seeds.push(Vec::new());
-        for seed in &seeds {
+        // A seed that crashes the client (a panic ends the process under
+        // LibAFL's handler, which saves the state and the crash) is behind
+        // the restarted client, which goes on after it.
+        let from = state.metadata::<Seeding>().map_or(0, |s| s.next);
+        for (i, seed) in seeds.iter().enumerate().skip(from) {
+            state.add_metadata(Seeding { next: i + 1 });
             fuzzer
                 .evaluate_input(
                     &mut state,
@@ -211,6 +224,11 @@ fn client_inner<EM: ClientManager>(
             RANDOM_SEEDS
         };
         for i in 1..=tails {
+            let next = seeds.len() + i as usize;
+            if next <= from {
+                continue;
+            }
+            state.add_metadata(Seeding { next });
             let seed = (options.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i)
                 .max(1)
                 .to_le_bytes()
@@ -227,7 +245,7 @@ fn client_inner<EM: ClientManager>(
     }
 
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
-    let (cmplog, cmp_target) = (options.cmplog, target.clone());
+    let cmplog = options.cmplog;
     let mut stages = tuple_list!(
         StdMutationalStage::new(HavocScheduledMutator::new(havoc_mutations())),
         StdMutationalStage::new(HavocScheduledMutator::new(tuple_list!(
@@ -235,11 +253,10 @@ fn client_inner<EM: ClientManager>(
             ZeroDecisions,
             SpliceDecisions
         ))),
-        // Only for targets whose last run logged comparisons.
+        // Once per corpus entry: a run with comparisons logged (a target
+        // that logs none costs that run, and draws no random number).
         IfStage::new(
-            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| {
-                Ok(cmplog && super::cmplog::logs_comparisons(&cmp_target))
-            },
+            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(cmplog),
             tuple_list!(super::cmplog::InputToStateStage::new(target.clone())),
         ),
         // Only for inputs with a harness's buffer, and only with tokens, so
@@ -286,6 +303,20 @@ fn client_inner<EM: ClientManager>(
             let error = progress.borrow_mut().error.take();
             return Err(error.unwrap_or_else(|| StoreError::libafl(e)));
         }
+    }
+    // Solutions no stage has seen yet: a seed that failed when the budget
+    // was spent by seeding (`--runs 1`), or one that crashed a life of this
+    // client before.
+    let mut last = FindingStage::new(
+        target.clone(),
+        options,
+        progress.clone(),
+        started,
+        executions_before,
+    );
+    if let Err(e) = last.drain(&mut state) {
+        let error = progress.borrow_mut().error.take();
+        return Err(error.unwrap_or_else(|| StoreError::libafl(e)));
     }
     let saved = progress.borrow().saved_corpus;
     store::save_corpus(&state, saved, &options.corpus_dir)?;

@@ -5,7 +5,7 @@
 //! a length compared with a constant.
 //!
 //! [`InputToStateStage`] runs once per corpus entry (AFL++ does the same):
-//! it reruns the entry to log its comparisons, then tries every
+//! it reruns the entry with `FLAG_CMPLOG` to log its comparisons, then tries every
 //! replacement of every comparison at each place the operand occurs
 //! ([`replacements`]; integers also big-endian, at each narrower width both
 //! values fit in, and off by one, since the log does not say whether the
@@ -39,13 +39,6 @@ use crate::feedback::SharedTarget;
 pub const BUDGET: usize = 256;
 /// Places one operand is replaced at, per replacement.
 const PLACES: usize = 4;
-
-/// Whether the target's last run logged comparisons.
-pub fn logs_comparisons(target: &SharedTarget) -> bool {
-    target
-        .try_borrow()
-        .is_ok_and(|t| !t.exec.comparisons().is_empty())
-}
 
 /// One comparison: its operands (integers in little-endian bytes of their
 /// width), whether the first is a constant, whether they are integers.
@@ -205,7 +198,10 @@ where
         let (logged, lengths) = {
             let mut target = self.target.borrow_mut();
             target.end = None;
+            let flags = target.exec.flags();
+            target.exec.set_flags(flags | dst::region::FLAG_CMPLOG);
             let end = target.exec.execute(&input);
+            target.exec.set_flags(flags);
             target.end = Some(end);
             let decisions = target.exec.region().decisions();
             let used = decisions

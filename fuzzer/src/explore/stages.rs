@@ -31,6 +31,8 @@ pub(super) struct Progress {
     pub known: BTreeSet<String>,
     /// Corpus entries saved so far.
     pub saved_corpus: usize,
+    /// Solutions turned into findings (or found known) so far.
+    pub processed: usize,
     /// The error that stopped a stage (LibAFL's error type cannot carry it).
     pub error: Option<StoreError>,
     /// The campaign over time.
@@ -45,6 +47,7 @@ impl Progress {
             findings: Vec::new(),
             known,
             saved_corpus: 0,
+            processed: 0,
             error: None,
             stats: crate::stats::Stats::open(crate::stats::dir_for(campaign_file)),
             map_size,
@@ -113,7 +116,6 @@ pub(super) struct FindingStage {
     progress: Rc<RefCell<Progress>>,
     started: Instant,
     executions_before: u64,
-    processed: usize,
 }
 
 impl FindingStage {
@@ -134,13 +136,15 @@ impl FindingStage {
             progress,
             started,
             executions_before,
-            processed: 0,
         }
     }
 
     fn process_one(&mut self, state: &mut State) -> Result<(), StoreError> {
-        let id = state.solutions().nth(self.processed);
-        self.processed += 1;
+        let id = {
+            let mut progress = self.progress.borrow_mut();
+            progress.processed += 1;
+            state.solutions().nth(progress.processed - 1)
+        };
         let input = state
             .solutions()
             .cloned_input_for_id(id)
@@ -222,7 +226,14 @@ impl<E, EM, Z> Stage<E, EM, State, Z> for FindingStage {
         state: &mut State,
         _manager: &mut EM,
     ) -> Result<(), Error> {
-        while self.processed < state.solutions().count() {
+        self.drain(state)
+    }
+}
+
+impl FindingStage {
+    /// Turns every solution not yet processed into a finding.
+    pub(super) fn drain(&mut self, state: &mut State) -> Result<(), Error> {
+        while self.progress.borrow().processed < state.solutions().count() {
             if let Err(e) = self.process_one(state) {
                 return Err(self.progress.borrow_mut().fail(e));
             }
