@@ -90,6 +90,13 @@ fn errors_name_the_line() {
         assert_eq!(e.line, *line, "{text}: {e}");
         assert!(e.message.contains(message), "{text}: {e}");
     }
+    // An operation name with a JSON-escaped newline is quoted escaped: the
+    // error stays one line (found by dst's own `history` target in CI).
+    let text = "{\"client\": 0, \"type\": \"invoke\", \"f\": \"  \\nd\", \"key\": \"k\"}";
+    let e = parse(&Kv, text, Some(Format::Jsonl)).unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(!e.to_string().contains('\n'), "{e}");
+    assert!(e.message.contains("found '  \\nd'"), "{e}");
 }
 
 #[test]

@@ -122,11 +122,27 @@ pub struct ParseError {
 }
 
 impl ParseError {
+    /// An error at `line`; control characters in `message` (a quoted
+    /// operation name may hold a JSON-escaped newline) are written escaped,
+    /// so the error stays one line.
     pub fn new(line: usize, message: impl Into<String>) -> Self {
-        Self {
-            line,
-            message: message.into(),
-        }
+        let message: String = message.into();
+        let message = if message.chars().any(char::is_control) {
+            message
+                .chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        } else {
+            message
+        };
+        debug_assert!(!message.contains('\n'));
+        Self { line, message }
     }
 }
 
