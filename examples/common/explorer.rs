@@ -20,6 +20,12 @@ impl Campaign {
         let dir = std::env::temp_dir().join(format!("dst-example-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        Campaign::run_in(binary, &dir, args)
+    }
+
+    /// A campaign keeping its corpus, findings and campaign file in `dir`
+    /// (a corpus already there is its seeds).
+    pub fn run_in(binary: &str, dir: &Path, args: &[&str]) -> Campaign {
         let output = Command::new(binary)
             .arg("fuzz")
             .args(args)

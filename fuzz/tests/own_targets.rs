@@ -1,28 +1,12 @@
 //! dst explores its own parsers and finds nothing wrong.
 
-use std::process::Command;
+#[path = "../../examples/common/explorer.rs"]
+mod explorer;
 
 fn explore(binary: &str, tag: &str) -> serde_json::Value {
-    let dir = std::env::temp_dir().join(format!("dst-own-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let output = Command::new(binary)
-        .args([
-            "fuzz", "--runs", "20000", "--seed", "1", "--json", "--quiet", "--corpus",
-        ])
-        .arg(dir.join("corpus"))
-        .arg("--findings")
-        .arg(dir.join("findings"))
-        .arg("--campaign")
-        .arg(dir.join("campaign.json"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let campaign = explorer::Campaign::run(binary, tag, &["--runs", "20000", "--seed", "1"]);
+    assert_eq!(campaign.status, 0, "{}", campaign.summary);
+    campaign.summary
 }
 
 fn statuses(summary: &serde_json::Value) -> Vec<(String, String)> {

@@ -518,7 +518,7 @@ fn merge_into(
         if existing.iter().any(|(_, e)| e == input) || !covered.adds(runner, input) {
             continue;
         }
-        let path = corpus.join(format!("{:016x}", dst::hash::fnv64(input)));
+        let path = corpus.join(store::corpus_name(input));
         store::write(&path, input)?;
         added += 1;
     }

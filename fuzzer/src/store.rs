@@ -102,6 +102,12 @@ pub fn load_corpus(dir: &Path) -> Result<Vec<Vec<u8>>, StoreError> {
     Ok(inputs)
 }
 
+/// The file name of corpus entry `bytes` (its FNV-1a hash), the same for
+/// every writer of a corpus folder, so an entry is never stored twice.
+pub fn corpus_name(bytes: &[u8]) -> String {
+    format!("{:016x}", dst::hash::fnv64(bytes))
+}
+
 /// Writes corpus entries `from..` of the state's corpus; returns the count saved.
 pub(crate) fn save_corpus<S: HasCorpus<BytesInput>>(
     state: &S,
@@ -116,7 +122,7 @@ pub(crate) fn save_corpus<S: HasCorpus<BytesInput>>(
             .cloned_input_for_id(id)
             .map_err(StoreError::libafl)?;
         let bytes = input.as_ref();
-        let path = dir.join(format!("{:016x}", dst::hash::fnv64(bytes)));
+        let path = dir.join(corpus_name(bytes));
         if !path.exists() {
             write(&path, bytes)?;
         }

@@ -6,6 +6,8 @@
 //! originals are kept, and a second conversion is refused.
 
 mod common;
+#[path = "../../examples/common/explorer.rs"]
+mod explorer;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,32 +154,15 @@ fn a_folder_without_libfuzzer_sys_is_refused_and_left_alone() {
 /// counters and `-sanitizer-coverage-trace-compares`), explored from seed
 /// 1 for `runs` runs with `flags`: the executions at its first finding.
 fn magic_found_at(binary: &Path, runs: &str, flags: &[&str]) -> Option<u64> {
-    let dir =
-        std::env::temp_dir().join(format!("dst-magic-{}-{}", flags.len(), std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let output = Command::new(binary)
-        .args([
-            "fuzz",
-            "--runs",
-            runs,
-            "--seed",
-            "1",
-            "--stop-on-finding",
-            "--json",
-            "--quiet",
-        ])
-        .args(flags)
-        .arg("--corpus")
-        .arg(dir.join("corpus"))
-        .arg("--findings")
-        .arg(dir.join("findings"))
-        .arg("--campaign")
-        .arg(dir.join("campaign.json"))
-        .output()
-        .unwrap();
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
-    let finding = summary["findings"].as_array().unwrap().first()?.clone();
+    let mut args = vec!["--runs", runs, "--seed", "1", "--stop-on-finding"];
+    args.extend(flags);
+    let tag = format!("magic-{}", flags.len());
+    let campaign = explorer::Campaign::run(binary.to_str().unwrap(), &tag, &args);
+    let finding = campaign.summary["findings"]
+        .as_array()
+        .unwrap()
+        .first()?
+        .clone();
     assert!(
         finding["signature"]["at"]
             .as_str()

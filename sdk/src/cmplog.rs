@@ -239,13 +239,19 @@ impl Log {
     /// Creates the segment `name`.
     pub fn create(name: std::ffi::CString) -> std::io::Result<Log> {
         let base = crate::shm::create_mapping(&name, SIZE)?;
+        Ok(Log::owning(base, name))
+    }
+
+    /// The log over `base`, a fresh zeroed mapping of [`SIZE`] bytes, its
+    /// header written.
+    fn owning(base: *mut u8, name: std::ffi::CString) -> Log {
         // SAFETY: a fresh mapping of SIZE bytes, ours alone so far.
         unsafe {
             let header = &mut *base.cast::<Header>();
             header.capacity = CAPACITY as u32;
             header.magic = MAGIC;
         }
-        Ok(Log { base, name })
+        Log { base, name }
     }
 
     /// A log without a name, for this process and the children it forks
@@ -267,17 +273,7 @@ impl Log {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let base = base.cast::<u8>();
-        // SAFETY: the mapping holds SIZE zeroed bytes, ours alone so far.
-        unsafe {
-            let header = &mut *base.cast::<Header>();
-            header.capacity = CAPACITY as u32;
-            header.magic = MAGIC;
-        }
-        Ok(Log {
-            base,
-            name: std::ffi::CString::default(),
-        })
+        Ok(Log::owning(base.cast(), std::ffi::CString::default()))
     }
 
     /// The name to put in [`ENV`] (empty for an anonymous log).

@@ -97,17 +97,9 @@ fn a_crashing_corpus_entry_is_a_finding_even_when_seeding_spends_the_budget() {
         dst::libfuzzer::encode(b"K\x09abc"),
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_record"))
-        .args(["fuzz", "--runs", "1", "--json", "--quiet", "--corpus"])
-        .arg(dir.join("corpus"))
-        .arg("--findings")
-        .arg(dir.join("findings"))
-        .arg("--campaign")
-        .arg(dir.join("campaign.json"))
-        .output()
-        .unwrap();
-    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(1), "{summary}");
+    let campaign = Campaign::run_in(env!("CARGO_BIN_EXE_record"), &dir, &["--runs", "1"]);
+    let summary = &campaign.summary;
+    assert_eq!(campaign.status, 1, "{summary}");
     let findings = summary["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{summary}");
     assert!(

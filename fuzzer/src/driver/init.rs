@@ -291,9 +291,8 @@ pub fn from_cargo_fuzz(dir: &Path) -> Result<i32, Failure> {
                     );
                 }
                 let input = dst::libfuzzer::encode(&data);
-                let name = format!("{:016x}", dst::hash::fnv64(&input));
                 std::fs::create_dir_all(&corpus).map_err(|e| unwritable(&corpus, e))?;
-                write(&corpus.join(name), &input)?;
+                write(&corpus.join(crate::store::corpus_name(&input)), &input)?;
                 inputs += 1;
             }
         }

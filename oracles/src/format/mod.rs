@@ -126,21 +126,18 @@ impl ParseError {
     /// operation name may hold a JSON-escaped newline) are written escaped,
     /// so the error stays one line.
     pub fn new(line: usize, message: impl Into<String>) -> Self {
-        let message: String = message.into();
-        let message = if message.chars().any(char::is_control) {
-            message
-                .chars()
-                .map(|c| {
-                    if c.is_control() {
-                        c.escape_default().to_string()
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect()
-        } else {
-            message
-        };
+        let mut message: String = message.into();
+        if message.chars().any(char::is_control) {
+            let mut escaped = String::with_capacity(message.len() + 8);
+            for c in message.chars() {
+                if c.is_control() {
+                    escaped.extend(c.escape_default());
+                } else {
+                    escaped.push(c);
+                }
+            }
+            message = escaped;
+        }
         debug_assert!(!message.contains('\n'));
         Self { line, message }
     }
