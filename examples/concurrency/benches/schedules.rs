@@ -133,6 +133,13 @@ fn main() {
         }
         return;
     }
+    if std::env::args().any(|a| a == "profile") {
+        // dst's side alone, longer (for a profiler).
+        for (name, program) in dst_example_concurrency::PROGRAMS {
+            println!("{name:<12} dst {:>8.0}/s", dst_rate(*program, 20_000));
+        }
+        return;
+    }
     if std::env::args().any(|a| a == "rates") {
         // Schedules per second only.
         for (i, (name, program)) in dst_example_concurrency::PROGRAMS.iter().enumerate() {
@@ -171,7 +178,7 @@ fn main() {
             ));
             pct.extend(shuttle_to_bug(shuttle_program, seed, true, BUDGET as usize));
         }
-        let runs = if name.ends_with("_50") || name.ends_with("_20") {
+        let runs = if name.ends_with("_50") || name.ends_with("_20") || name.ends_with("_100") {
             500
         } else {
             3000

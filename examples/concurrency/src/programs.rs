@@ -281,8 +281,10 @@ pub const PROGRAMS: &[(&str, fn())] = &[
     ("stack", || stack(5)),
     ("twostage", || twostage(2)),
     ("twostage_50", || twostage(50)),
+    ("twostage_100", || twostage(100)),
     ("reorder_5", || reorder(5)),
     ("reorder_20", || reorder(20)),
+    ("reorder_50", || reorder(50)),
     ("wsq", wsq),
 ];
 

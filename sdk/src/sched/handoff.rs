@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     ALIVE, ALIVE_CHANGED, Abandoned, BODY, Guard, ME, Op, Sched, Site, State, Thread, ThreadKey,
-    UNWINDS, block, enter, lock, report, run_next, set_pending,
+    UNWINDS, block, carrier, enter, lock, on_carrier, report, run_next, set_pending,
 };
 use crate::catalog::{DEADLOCK, OUTLIVES};
 use crate::runtime;
@@ -58,24 +58,56 @@ pub(super) fn wait_turn(mut guard: Guard, me: usize) -> Guard {
 }
 
 /// Registers a thread about to be spawned under control. `rust`: a Rust
-/// thread, which unwinds out of an abandoned run and is waited for by
-/// [`finish`] (a C thread parks instead and is not waited for).
+/// thread, which unwinds out of an abandoned run; spawned on the carrier
+/// it is a continuation ([`spawn_continuation`]), else an OS thread that
+/// [`finish`] waits for (a C thread parks instead and is not waited for).
 pub fn spawn_begin(site: Site, rust: bool) -> Option<ThreadKey> {
     let (mut guard, _me) = enter()?;
+    let co = rust && carrier::AVAILABLE && on_carrier();
     let sched = Sched::of(&mut guard);
     let tid = sched.threads.len();
     if let Some(strategy) = sched.strategy.as_mut() {
         strategy.added(tid, site);
     }
-    sched.threads.push(Thread::new(None, site));
-    if rust {
+    let mut thread = Thread::new(None, site);
+    if co {
+        thread.co = true;
+        thread.os = sched.threads[0].os.clone();
+    }
+    sched.threads.push(thread);
+    if rust && !co {
         *ALIVE.lock().unwrap_or_else(|p| p.into_inner()) += 1;
     }
     Some(ThreadKey {
         epoch: sched.epoch,
         tid,
         rust,
+        co,
     })
+}
+
+/// Creates the continuation of `key` (from [`spawn_begin`], a
+/// continuation), which runs `body` when first scheduled. `stack`: its
+/// size (None: std's default).
+///
+/// # Safety
+/// What `body` borrows must stay alive until the thread finished or the
+/// run ended ([`finish`]), or [`teardown_scope`] removed it.
+pub unsafe fn spawn_continuation<F: FnOnce()>(
+    key: ThreadKey,
+    stack: Option<usize>,
+    body: F,
+) -> std::io::Result<()> {
+    debug_assert!(key.co, "spawned as a continuation");
+    // SAFETY: passed on from the caller.
+    unsafe { carrier::spawn(key, stack, body) }
+}
+
+/// Removes the continuations among `keys` that have not finished (a
+/// scope unwinding before its threads ended): their stacks unwind now.
+pub fn teardown_scope(keys: &[ThreadKey]) {
+    let tids: Vec<usize> = keys.iter().filter(|k| k.co).map(|k| k.tid).collect();
+    carrier::teardown_threads(&tids);
 }
 
 /// The OS thread of `key` could not be started.
@@ -96,48 +128,52 @@ pub struct Exit(ThreadKey);
 impl Drop for Exit {
     fn drop(&mut self) {
         let key = self.0;
-        let mut wake = None;
-        let mut guard = lock();
-        if let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch && !s.abort) {
-            sched.threads[key.tid].state = State::Finished;
-            sched.threads[key.tid].os = None;
-            sched.wake(join_key(key.tid));
-            if sched.current == key.tid {
-                // Hand over to the next thread; no one waits for this one.
-                let site = sched.threads[key.tid].site;
-                let mut next = sched.pick(key.tid, site);
-                if next.is_none() && sched.threads.iter().any(|t| t.state == State::Blocked) {
-                    let details = sched.describe();
-                    sched.abort_all();
-                    drop(guard);
-                    report(DEADLOCK, &details);
-                    guard = lock();
-                    if !UNWINDS.with(Cell::get) && runtime::whole_process() {
-                        end_run(guard);
-                    }
-                    next = None;
-                }
-                if let (Some(next), Some(sched)) = (next, guard.as_mut()) {
-                    sched.current = next;
-                    wake = sched.threads[next].os.clone();
-                }
-            }
-        }
-        drop(guard);
-        if let Some(os) = wake {
+        if let Some(os) = retire(key) {
             os.unpark();
         }
-        ME.with(|m| {
-            m.set(ThreadKey {
-                epoch: 0,
-                tid: 0,
-                rust: false,
-            })
-        });
+        ME.with(|m| m.set(ThreadKey::NONE));
         if key.rust {
             exited();
         }
     }
+}
+
+/// Marks `key`'s thread finished and, if it was current, hands over to the
+/// next one: returns the OS thread to wake (after the lock is released).
+pub(super) fn retire(key: ThreadKey) -> Option<std::thread::Thread> {
+    let mut wake = None;
+    let mut guard = lock();
+    if let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch && !s.abort) {
+        sched.threads[key.tid].state = State::Finished;
+        if !key.co {
+            sched.threads[key.tid].os = None;
+        }
+        sched.wake(join_key(key.tid));
+        if sched.current == key.tid {
+            // Hand over to the next thread; no one waits for this one.
+            let site = sched.threads[key.tid].site;
+            let mut next = sched.pick(key.tid, site);
+            if next.is_none() && sched.threads.iter().any(|t| t.state == State::Blocked) {
+                let details = sched.describe();
+                sched.abort_all();
+                drop(guard);
+                report(DEADLOCK, &details);
+                guard = lock();
+                if !UNWINDS.with(Cell::get) && runtime::whole_process() {
+                    end_run(guard);
+                }
+                next = None;
+            }
+            if let (Some(next), Some(sched)) = (next, guard.as_mut()) {
+                sched.current = next;
+                let carried = |t: usize| t == 0 || sched.threads[t].co;
+                if !(key.co && carried(next)) {
+                    wake = sched.threads[next].os.clone();
+                }
+            }
+        }
+    }
+    wake
 }
 
 fn exited() {
@@ -215,13 +251,7 @@ pub fn finish(result: std::thread::Result<()>) -> std::thread::Result<()> {
     if me.epoch == 0 {
         return result;
     }
-    ME.with(|m| {
-        m.set(ThreadKey {
-            epoch: 0,
-            tid: 0,
-            rust: false,
-        })
-    });
+    ME.with(|m| m.set(ThreadKey::NONE));
     let mut guard = lock();
     let Some(sched) = guard.as_mut().filter(|s| s.epoch == me.epoch) else {
         return result;
@@ -238,6 +268,7 @@ pub fn finish(result: std::thread::Result<()>) -> std::thread::Result<()> {
     if let Some(details) = outlived {
         report(OUTLIVES, &details);
     }
+    carrier::teardown();
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut alive = ALIVE.lock().unwrap_or_else(|p| p.into_inner());
     while *alive > 0 {

@@ -1,12 +1,15 @@
 //! The scheduler of controlled runs: one thread runs at a time, and at every
 //! scheduling point the next one comes from the decision stream.
 //!
-//! Threads are real OS threads (so thread-locals, stacks and debuggers work
-//! as usual) that pass a baton: each waits, parked, until the scheduler
-//! names it current. Every operation of [`crate::thread`] and
-//! [`crate::sync`] (and of libdst's pthread functions) calls in here first;
-//! outside a controlled run (`runtime::control_key`) each call returns at
-//! once and the std types do the work.
+//! Rust threads spawned on the run's main thread (or by its threads) are
+//! continuations on that OS thread (`carrier.rs`): a switch is a stack
+//! swap. C threads (libdst's pthreads, which need glibc's per-thread state)
+//! and threads spawned from them are OS threads that pass a baton: each
+//! waits, parked, until the scheduler names it current. Every operation of
+//! [`crate::thread`] and [`crate::sync`] (and of libdst's pthread
+//! functions) calls in here first; outside a controlled run
+//! (`runtime::control_key`) each call returns at once and the std types do
+//! the work.
 //!
 //! The life of a run, and where each part lives:
 //! - The run's first controlled operation creates the scheduler (`enter`),
@@ -17,13 +20,15 @@
 //!   scheduler picks the next thread: alone when one thread can run; by the
 //!   run's strategy (`strategy/`) when several can (direct, PCT or POS, chosen by the
 //!   first contested point's decision).
-//! - The chosen thread gets the baton (`handoff.rs`: park and unpark), and
-//!   threads are spawned, joined and finished there too.
+//! - The chosen thread gets the turn: thread 0 resumes the continuation
+//!   whose turn it is (`dispatch`), a continuation suspends back to it, an
+//!   OS thread is unparked (`handoff.rs`, where threads are spawned, joined
+//!   and finished too).
 //! - A run ends in a finding (`report.rs`) when every live thread is blocked
 //!   (deadlock), when it exceeds the step bound (livelock or hang), or when a
 //!   thread outlives the target body; the scheduler then *abandons* the
 //!   run's threads: each unwinds with an [`Abandoned`] payload, which
-//!   executors recognize.
+//!   executors recognize, and [`finish`] unwinds the continuations left.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -34,17 +39,24 @@ use std::sync::{Condvar as StdCondvar, Mutex as StdMutex, MutexGuard as StdGuard
 use crate::catalog::{DEADLOCK, LIVELOCK};
 use crate::runtime::{self, DecisionSite};
 
+#[cfg(not(target_family = "wasm"))]
+mod carrier;
+#[cfg(target_family = "wasm")]
+#[path = "carrier_none.rs"]
+mod carrier;
 mod handoff;
 mod objects;
 mod report;
 mod strategy;
 
+pub(crate) use carrier::local;
 pub use handoff::{
-    Exit, finish, is_finished, join, run_body, spawn_begin, spawn_failed, thread_start,
+    Exit, finish, is_finished, join, run_body, spawn_begin, spawn_continuation, spawn_failed,
+    teardown_scope, thread_start,
 };
 pub use objects::{access, acquire, notify, release, release_either, try_acquire, wait};
 
-use handoff::{abandon, end_run, wait_turn};
+use handoff::{abandon, end_run, retire, wait_turn};
 use objects::Object;
 use report::report;
 use strategy::{Contest, Strategy};
@@ -128,6 +140,8 @@ pub enum Op {
     Load,
     Store,
     Rmw,
+    Park,
+    Unpark,
 }
 
 impl Op {
@@ -147,6 +161,8 @@ impl Op {
             Op::Load => "load",
             Op::Store => "store",
             Op::Rmw => "read-modify-write",
+            Op::Park => "park",
+            Op::Unpark => "unpark",
         }
     }
 
@@ -169,6 +185,32 @@ pub struct ThreadKey {
     epoch: u64,
     tid: usize,
     rust: bool,
+    /// A continuation on the carrier (`carrier.rs`), not an OS thread.
+    co: bool,
+}
+
+impl ThreadKey {
+    const NONE: ThreadKey = ThreadKey {
+        epoch: 0,
+        tid: 0,
+        rust: false,
+        co: false,
+    };
+
+    /// Whether this thread is a continuation (else an OS thread).
+    pub fn is_continuation(self) -> bool {
+        self.co
+    }
+
+    /// The run it belongs to.
+    pub fn epoch(self) -> u64 {
+        self.epoch
+    }
+
+    /// Its number in the run (0: the run's main thread).
+    pub fn tid(self) -> usize {
+        self.tid
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,7 +221,11 @@ enum State {
 }
 
 struct Thread {
+    /// The OS thread to unpark when it is this thread's turn (a
+    /// continuation's is thread 0's, the carrier).
     os: Option<std::thread::Thread>,
+    /// A continuation on the carrier.
+    co: bool,
     state: State,
     op: Op,
     obj: usize,
@@ -187,6 +233,9 @@ struct Thread {
     /// In a timed wait: wakes (timed out) when nothing else can run.
     timed: bool,
     timed_out: bool,
+    /// `unpark`'s token, which the next `park` consumes.
+    token: bool,
+    name: Option<std::sync::Arc<str>>,
 }
 
 struct Sched {
@@ -213,7 +262,7 @@ static ALIVE_CHANGED: StdCondvar = StdCondvar::new();
 
 thread_local! {
     /// This thread's key in the current controlled run (epoch 0: none).
-    static ME: Cell<ThreadKey> = const { Cell::new(ThreadKey { epoch: 0, tid: 0, rust: false }) };
+    static ME: Cell<ThreadKey> = const { Cell::new(ThreadKey::NONE) };
     /// This thread is running a target body ([`run_body`]).
     static BODY: Cell<bool> = const { Cell::new(false) };
     /// This thread leaves an abandoned run by unwinding (Rust threads and
@@ -304,24 +353,69 @@ fn enter() -> Option<(Guard, usize)> {
     ME.with(|m| {
         m.set(ThreadKey {
             epoch,
-            tid: 0,
-            rust: false,
+            ..ThreadKey::NONE
         })
     });
     UNWINDS.with(|u| u.set(BODY.with(Cell::get)));
     Some((guard, 0))
 }
 
+/// What the SDK keeps per controlled thread in OS-thread-locals, switched
+/// with continuations (`carrier.rs`).
+#[cfg(not(target_family = "wasm"))]
+#[derive(Clone, Copy)]
+struct Context {
+    me: ThreadKey,
+    body: bool,
+    unwinds: bool,
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn context() -> Context {
+    Context {
+        me: ME.with(Cell::get),
+        body: BODY.with(Cell::get),
+        unwinds: UNWINDS.with(Cell::get),
+    }
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn restore_context(context: Context) {
+    ME.with(|m| m.set(context.me));
+    BODY.with(|b| b.set(context.body));
+    UNWINDS.with(|u| u.set(context.unwinds));
+}
+
+/// The context of a continuation that starts.
+#[cfg(not(target_family = "wasm"))]
+fn set_context(key: ThreadKey) {
+    restore_context(Context {
+        me: key,
+        body: false,
+        unwinds: true,
+    });
+}
+
+/// Whether the caller runs on the carrier (thread 0's OS thread, or one
+/// of its continuations), where spawned Rust threads are continuations.
+fn on_carrier() -> bool {
+    let me = ME.with(Cell::get);
+    me.epoch != 0 && (me.tid == 0 || me.co)
+}
+
 impl Thread {
     fn new(os: Option<std::thread::Thread>, site: Site) -> Thread {
         Thread {
             os,
+            co: false,
             state: State::Runnable,
             op: Op::Start,
             obj: 0,
             site,
             timed: false,
             timed_out: false,
+            token: false,
+            name: None,
         }
     }
 }
@@ -444,14 +538,67 @@ fn run_next(mut guard: Guard, me: usize) -> Guard {
         return guard;
     }
     sched.current = next;
-    // Wake the next thread only once the lock is free, so that it does not
-    // wake into a held lock and bounce back.
-    let wake = sched.threads[next].os.clone();
+    let me_co = sched.threads[me].co;
+    let carried = |t: usize| t == 0 || sched.threads[t].co;
+    // An OS thread to wake: the next one's own, or the carrier's if the
+    // next is a continuation and the caller is not on the carrier.
+    let wake = if carried(next) && carried(me) {
+        None
+    } else {
+        sched.threads[next].os.clone()
+    };
+    // Wake it only once the lock is free, so that it does not wake into a
+    // held lock and bounce back.
     drop(guard);
     if let Some(os) = wake {
         os.unpark();
     }
-    wait_turn(lock(), me)
+    if me_co {
+        carrier::suspend();
+        wait_turn(lock(), me)
+    } else if me == 0 {
+        dispatch()
+    } else {
+        wait_turn(lock(), me)
+    }
+}
+
+/// Thread 0 waits for its turn: meanwhile it resumes the continuations
+/// whose turn it is, and parks while an OS thread has it.
+fn dispatch() -> Guard {
+    let epoch = ME.with(Cell::get).epoch;
+    let mut resumed = false;
+    loop {
+        let guard = lock();
+        let (current, co) = match guard.as_ref() {
+            Some(s) if s.epoch == epoch && !s.abort => (s.current, s.threads[s.current].co),
+            // A continuation ended the run (its finding is recorded): end
+            // it as its finder would. Else an OS thread did, and ends the
+            // process itself when it must: leave as any other thread.
+            _ if resumed => end_run(guard),
+            _ => abandon(guard),
+        };
+        if current == 0 {
+            return guard;
+        }
+        drop(guard);
+        resumed = co;
+        if !co {
+            std::thread::park();
+            continue;
+        }
+        if carrier::resume(current) {
+            let key = ThreadKey {
+                epoch,
+                tid: current,
+                rust: true,
+                co: true,
+            };
+            if let Some(os) = retire(key) {
+                os.unpark();
+            }
+        }
+    }
 }
 
 /// A scheduling point before `op` on `obj` (0: none). Returns whether the
@@ -470,6 +617,91 @@ fn set_pending(guard: &mut Guard, me: usize, op: Op, obj: usize, site: Site) {
     thread.op = op;
     thread.obj = obj;
     thread.site = site;
+}
+
+/// The name the caller's controlled thread was spawned with (Builder::name),
+/// and its key; None when the caller is not under control.
+pub fn current() -> Option<(ThreadKey, Option<std::sync::Arc<str>>)> {
+    let me = ME.with(Cell::get);
+    if me.epoch == 0 {
+        return None;
+    }
+    let guard = lock();
+    let sched = guard.as_ref().filter(|s| s.epoch == me.epoch)?;
+    Some((me, sched.threads[me.tid].name.clone()))
+}
+
+/// Names `key`'s thread (before it first runs).
+pub fn set_name(key: ThreadKey, name: std::sync::Arc<str>) {
+    let mut guard = lock();
+    if let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch) {
+        sched.threads[key.tid].name = Some(name);
+    }
+}
+
+fn park_key(tid: usize) -> usize {
+    usize::MAX / 2 - tid
+}
+
+/// `thread::park` under control: blocks until the thread's token is set
+/// (consuming it), a scheduling point either way. Returns whether the
+/// caller is under control.
+pub fn park(site: Site) -> bool {
+    let Some((mut guard, me)) = enter() else {
+        return false;
+    };
+    set_pending(&mut guard, me, Op::Park, park_key(me), site);
+    guard = run_next(guard, me);
+    while !std::mem::take(&mut Sched::of(&mut guard).threads[me].token) {
+        guard = block(guard, me);
+    }
+    true
+}
+
+/// `thread::park_timeout` under control: consumes the token if set, else
+/// yields (the timeout passes). Returns whether the caller is under control.
+pub fn park_timeout(site: Site) -> bool {
+    let Some((mut guard, me)) = enter() else {
+        return false;
+    };
+    let sched = Sched::of(&mut guard);
+    let op = if std::mem::take(&mut sched.threads[me].token) {
+        Op::Park
+    } else {
+        Op::Sleep
+    };
+    set_pending(&mut guard, me, op, park_key(me), site);
+    drop(run_next(guard, me));
+    true
+}
+
+/// `Thread::unpark` under control: sets `key`'s token and wakes it if it
+/// parks; a scheduling point for a controlled caller. Returns false when
+/// `key` is not a thread of the current run.
+pub fn unpark(key: ThreadKey, site: Site) -> bool {
+    match enter() {
+        Some((mut guard, me)) => {
+            let sched = Sched::of(&mut guard);
+            if sched.epoch != key.epoch {
+                return false;
+            }
+            sched.threads[key.tid].token = true;
+            sched.wake(park_key(key.tid));
+            set_pending(&mut guard, me, Op::Unpark, park_key(key.tid), site);
+            drop(run_next(guard, me));
+            true
+        }
+        None => {
+            // From outside the run (or while unwinding): no scheduling point.
+            let mut guard = lock();
+            let Some(sched) = guard.as_mut().filter(|s| s.epoch == key.epoch) else {
+                return false;
+            };
+            sched.threads[key.tid].token = true;
+            sched.wake(park_key(key.tid));
+            true
+        }
+    }
 }
 
 /// Blocks `me` (already marked with its operation) until woken and
