@@ -112,6 +112,9 @@ libafl_bolts::impl_serdeany!(FindingsAtStart);
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DecisionSpans {
     pub spans: Vec<(u32, u16, u8)>,
+    /// The run's contested scheduling points (`Header::contested`).
+    #[serde(default)]
+    pub contested: u64,
 }
 libafl_bolts::impl_serdeany!(DecisionSpans);
 
@@ -124,6 +127,10 @@ impl DecisionSpans {
                 .iter()
                 .map(|d| (d.offset as u32, d.width, d.kind))
                 .collect(),
+            contested: region
+                .header()
+                .contested
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

@@ -7,7 +7,10 @@
 //! - [`ZeroDecisions`]: make a run of consecutive decisions nominal (drop the
 //!   faults in a window);
 //! - [`SpliceDecisions`]: this input's decisions up to a boundary, then
-//!   another corpus entry's decisions from one of its boundaries.
+//!   another corpus entry's decisions from one of its boundaries;
+//! - [`FitSteps`] (around the others): a PCT run's expected length becomes
+//!   the mutated entry's own count of contested steps, so its change points
+//!   spread over the run as PCT assumes.
 //!
 //! A decision that came from the input's random tail is first written out
 //! explicitly (the input is materialized up to it), so the edit sticks.
@@ -92,7 +95,7 @@ where
         let at = SEED_BYTES + offset;
         let slot = &mut bytes[at..at + width];
         match Kind::from_u8(kind) {
-            Some(Kind::Fault | Kind::Change) => {
+            Some(Kind::Fault) => {
                 slot[0] = if slot[0] >= decision::FAULT_THRESHOLD {
                     0
                 } else {
@@ -101,7 +104,7 @@ where
             }
             Some(Kind::Bool) => slot[0] ^= 1,
             // Any runnable thread may be the interesting one: uniform.
-            Some(Kind::Schedule | Kind::Strategy | Kind::Priority) => {
+            Some(Kind::Schedule | Kind::Strategy | Kind::Priority | Kind::Change) => {
                 for b in slot.iter_mut() {
                     *b = rand.next() as u8;
                 }
@@ -213,6 +216,57 @@ where
 
     fn post_exec(&mut self, _state: &mut S, _id: Option<CorpusId>) -> Result<(), Error> {
         Ok(())
+    }
+}
+
+/// Runs `inner`; when it mutated, writes the current testcase's count of
+/// contested steps into its [`Kind::Steps`] decision (a PCT run's
+/// expected length), if it took one.
+pub struct FitSteps<M> {
+    inner: M,
+}
+
+impl<M> FitSteps<M> {
+    pub fn new(inner: M) -> FitSteps<M> {
+        FitSteps { inner }
+    }
+}
+
+impl<M> Named for FitSteps<M> {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("FitSteps");
+        &NAME
+    }
+}
+
+impl<M, S> Mutator<BytesInput, S> for FitSteps<M>
+where
+    M: Mutator<BytesInput, S>,
+    S: HasCurrentTestcase<BytesInput>,
+{
+    fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
+        let result = self.inner.mutate(state, input)?;
+        if result == MutationResult::Skipped {
+            return Ok(result);
+        }
+        let fit = state.current_testcase().ok().and_then(|t| {
+            let spans = t.metadata::<DecisionSpans>().ok()?;
+            let &(offset, _, _) = spans
+                .spans
+                .iter()
+                .find(|&&(_, w, k)| k == Kind::Steps as u8 && w == 1)?;
+            (spans.contested > 0).then_some((offset as usize, spans.contested))
+        });
+        if let Some((offset, contested)) = fit {
+            let bytes = input.as_mut();
+            ensure_explicit(bytes, offset + 1);
+            bytes[SEED_BYTES + offset] = decision::steps_code(contested);
+        }
+        Ok(result)
+    }
+
+    fn post_exec(&mut self, state: &mut S, id: Option<CorpusId>) -> Result<(), Error> {
+        self.inner.post_exec(state, id)
     }
 }
 

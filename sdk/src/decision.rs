@@ -21,7 +21,8 @@
 //! | schedule (threads under control) | as `below(runnable threads)` | index into the run order | the current thread keeps running |
 //! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1 PCT, 2-3 POS | direct |
 //! | priority (PCT, POS) | 2 | the bytes | 0 |
-//! | change (PCT, each contested point while change points are left) | 1 | a change point iff byte >= a threshold from the strategy byte | none |
+//! | steps (PCT, after the strategy) | 1 | the contested steps the run expects, [`steps_of`] | 1 |
+//! | change (PCT, one per change point, after steps) | 2 | the point's position as a fraction of the expected steps | at the first contested step |
 //! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
 //! | length of a harness's input (`libfuzzer::input`), then its bytes as a fill | 4 | bytes mod `max_len + 1` | 0 (empty) |
 //!
@@ -58,10 +59,26 @@ pub enum Kind {
     Strategy = 11,
     /// A thread priority (PCT and POS strategies).
     Priority = 12,
-    /// Whether a contested step is a PCT priority change point.
+    /// Where a PCT priority change point falls among the run's contested
+    /// steps (two bytes: a fraction of the expected count).
     Change = 13,
     /// The length of the buffer decided next (a libFuzzer harness's input).
     Length = 14,
+    /// The contested steps a PCT run expects (one byte, [`steps_of`]); the
+    /// explorer writes the last run's count here ([`steps_code`]).
+    Steps = 15,
+}
+
+/// The contested-step count a [`Kind::Steps`] byte stands for: a 4-bit
+/// mantissa and exponent, 1 to 63,488, within 1/16 of any count.
+pub fn steps_of(code: u8) -> u64 {
+    let (mantissa, exponent) = (u64::from(code & 15), u32::from(code >> 4));
+    ((16 + mantissa) << exponent) >> 4
+}
+
+/// The smallest [`Kind::Steps`] byte whose count is at least `steps`.
+pub fn steps_code(steps: u64) -> u8 {
+    (0..=255u8).find(|&c| steps_of(c) >= steps).unwrap_or(255)
 }
 
 impl Kind {
@@ -82,6 +99,7 @@ impl Kind {
             12 => Priority,
             13 => Change,
             14 => Length,
+            15 => Steps,
             _ => return None,
         })
     }
@@ -103,6 +121,7 @@ impl Kind {
             Priority => "priority",
             Change => "change",
             Length => "length",
+            Steps => "steps",
         }
     }
 }

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 /// `b"DSTREGN\0"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DSTREGN\0");
 /// Layout version; bumped on any change to the structs in this module.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Header flag: the SDK also logs each decision's source location as an
 /// [`Event::DecisionSite`] (used by `replay` to explain a run).
@@ -118,6 +118,9 @@ pub struct Header {
     pub crash_address: AtomicU64,
     pub crash_depth: AtomicU64,
     pub crash_frames: [AtomicU64; CRASH_FRAMES],
+    /// Contested scheduling points of this run so far (where more than one
+    /// thread could run): what PCT's expected length is fitted to.
+    pub contested: AtomicU64,
 }
 
 /// Bytes at the start of the coverage map that decision coverage uses.
@@ -294,6 +297,7 @@ impl Layout {
             crash_address: AtomicU64::new(0),
             crash_depth: AtomicU64::new(0),
             crash_frames: [const { AtomicU64::new(0) }; CRASH_FRAMES],
+            contested: AtomicU64::new(0),
         }
     }
 
@@ -922,6 +926,7 @@ impl<'a> RegionRef<'a> {
         h.crash_signal.store(0, Ordering::Relaxed);
         h.crash_address.store(0, Ordering::Relaxed);
         h.crash_depth.store(0, Ordering::Relaxed);
+        h.contested.store(0, Ordering::Relaxed);
         h.run_id.fetch_add(1, Ordering::Release);
     }
 }

@@ -332,6 +332,13 @@ pub(crate) fn control_key() -> Option<(usize, u64)> {
     ))
 }
 
+/// Counts a contested scheduling point (`Header::contested`).
+pub(crate) fn count_contested() {
+    if let Some(region) = current() {
+        region.header().contested.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Counts an observed pair of conflicting operations (interleaving
 /// coverage; see [`RegionRef::count_interleaving`]).
 pub(crate) fn count_interleaving(first: u64, second: u64) {

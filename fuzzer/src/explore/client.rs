@@ -33,7 +33,9 @@ use crate::feedback::{
     CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
     SpansFeedback, Target,
 };
-use crate::mutators::{BufferHavoc, ChangeDecision, SpliceDecisions, ZeroDecisions, has_buffer};
+use crate::mutators::{
+    BufferHavoc, ChangeDecision, FitSteps, SpliceDecisions, ZeroDecisions, has_buffer,
+};
 use crate::store::{self, StoreError};
 
 /// The LibAFL state of one client.
@@ -247,12 +249,12 @@ fn client_inner<EM: ClientManager>(
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
     let cmplog = options.cmplog;
     let mut stages = tuple_list!(
-        StdMutationalStage::new(HavocScheduledMutator::new(havoc_mutations())),
-        StdMutationalStage::new(HavocScheduledMutator::new(tuple_list!(
+        StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(havoc_mutations()))),
+        StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(tuple_list!(
             ChangeDecision,
             ZeroDecisions,
             SpliceDecisions
-        ))),
+        )))),
         // Once per corpus entry: a run with comparisons logged (a target
         // that logs none costs that run, and draws no random number).
         IfStage::new(

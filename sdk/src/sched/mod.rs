@@ -467,6 +467,7 @@ impl Sched {
             0 => self.time_out_a_wait(),
             1 => Some(order[0]),
             _ => {
+                runtime::count_contested();
                 let threads = self.threads.len();
                 let strategy = self
                     .strategy

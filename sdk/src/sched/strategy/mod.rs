@@ -4,7 +4,8 @@
 //! The protocol, as the scheduler (`sched`) drives it:
 //! 1. At a run's first contested point the scheduler calls [`read`], which
 //!    takes the *strategy decision* (one byte: 0 direct, 1 PCT, 2 and 3
-//!    POS; the higher bits tune PCT) and makes the strategy. The strategy
+//!    POS; the higher bits tune PCT, which then decides its expected length
+//!    and change points) and makes the strategy. The strategy
 //!    is told of every thread the run has so far, in thread order, through
 //!    [`Strategy::added`]; later spawns are told as they happen. A run
 //!    without a contested point takes no strategy decision at all.
@@ -59,7 +60,7 @@ pub(super) fn read(site: Site, threads: usize) -> Box<dyn Strategy> {
     let value = runtime::decide(Kind::Strategy, site.decision(), &mut byte, Value::Be);
     let mut strategy: Box<dyn Strategy> = match value % 4 {
         0 => Box::new(direct::Direct),
-        1 => Box::new(pct::Pct::new(value)),
+        1 => Box::new(pct::Pct::new(value, site)),
         _ => Box::new(pos::Pos::default()),
     };
     for tid in 0..threads {
