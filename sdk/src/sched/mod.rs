@@ -54,7 +54,7 @@ pub use handoff::{
     Exit, finish, is_finished, join, run_body, spawn_begin, spawn_continuation, spawn_failed,
     teardown_scope, thread_start,
 };
-pub use objects::{access, acquire, notify, release, release_either, try_acquire, wait};
+pub use objects::{access, acquire, downgrade, notify, release, release_either, try_acquire, wait};
 
 use handoff::{abandon, end_run, retire, wait_turn};
 use objects::Object;
@@ -142,6 +142,7 @@ pub enum Op {
     Rmw,
     Park,
     Unpark,
+    Downgrade,
 }
 
 impl Op {
@@ -163,6 +164,7 @@ impl Op {
             Op::Rmw => "read-modify-write",
             Op::Park => "park",
             Op::Unpark => "unpark",
+            Op::Downgrade => "downgrade",
         }
     }
 

@@ -5,6 +5,7 @@
 //! count as interleaving coverage.
 
 use super::{Op, Sched, Site, State, block, enter, run_next, set_pending, site_key};
+use crate::decision::{self, Kind, Value};
 use crate::runtime;
 
 #[derive(Default)]
@@ -106,13 +107,42 @@ fn release_held(sched: &mut Sched, obj: usize, op: Op, me: usize, site: Site) {
     sched.wake(obj);
 }
 
+/// Turns the caller's exclusive hold of `obj` into a shared one (a write
+/// guard downgraded), with no other writer in between; readers blocked on
+/// it may run. Returns whether the caller is under control.
+pub fn downgrade(obj: usize, site: Site) -> bool {
+    let Some((mut guard, me)) = enter() else {
+        return false;
+    };
+    let sched = Sched::of(&mut guard);
+    let object = sched.objects.entry(obj).or_default();
+    debug_assert_eq!(object.holder, Some(me), "a downgrade holds the lock");
+    object.holder = None;
+    object.readers += 1;
+    object.last = Some((me, site_key(site)));
+    sched.wake(obj);
+    set_pending(&mut guard, me, Op::Downgrade, obj, site);
+    drop(run_next(guard, me));
+    true
+}
+
 /// A condition variable wait: releases `mutex`, blocks on `cv` until
 /// notified (or, if `timed`, until nothing else can run), then reacquires
-/// `mutex`. `Some(timed_out)` under control.
+/// `mutex`. `Some(timed_out)` under control. A spurious wakeup is a
+/// decision (a fault-like byte at the wait's site: never on the nominal
+/// input, one wait in 16 on a random tail), as POSIX and std allow it.
 pub fn wait(cv: usize, mutex: usize, timed: bool, site: Site) -> Option<bool> {
     let (mut guard, me) = enter()?;
     let sched = Sched::of(&mut guard);
     release_held(sched, mutex, Op::Unlock, me, site);
+    if spurious(site) {
+        // Woken without a notify, once the others had a turn: programs
+        // must survive it (their condition is checked in a loop).
+        set_pending(&mut guard, me, Op::Yield, cv, site);
+        drop(run_next(guard, me));
+        acquire(mutex, Op::Lock, site);
+        return Some(false);
+    }
     sched.objects.entry(cv).or_default().waiters.push(me);
     let thread = &mut sched.threads[me];
     thread.timed = timed;
@@ -169,4 +199,15 @@ pub fn access(obj: usize, op: Op, site: Site) -> bool {
         object.last = Some((me, site_key(site)));
     }
     true
+}
+
+/// Whether this condition variable wait wakes spuriously (a decision).
+fn spurious(site: Site) -> bool {
+    let mut byte = [0u8; 1];
+    runtime::decide(
+        Kind::Fault,
+        site.decision(),
+        &mut byte,
+        Value::AtLeast(decision::FAULT_THRESHOLD),
+    ) != 0
 }

@@ -1,6 +1,5 @@
-//! `Barrier` and `Once`, built on the controlled [`Mutex`] and [`Condvar`].
+//! `Barrier`, built on the controlled [`Mutex`] and [`Condvar`].
 
-use super::atomic::{AtomicBool, Ordering};
 use super::{Condvar, Mutex};
 
 /// A barrier for `n` threads, as `std::sync::Barrier`.
@@ -46,44 +45,5 @@ impl Barrier {
             self.cv.notify_all();
             BarrierWaitResult(true)
         }
-    }
-}
-
-/// A one-time initialization, as `std::sync::Once`.
-#[derive(Debug)]
-pub struct Once {
-    done: AtomicBool,
-    lock: Mutex<()>,
-}
-
-impl Default for Once {
-    fn default() -> Self {
-        Once::new()
-    }
-}
-
-impl Once {
-    pub const fn new() -> Once {
-        Once {
-            done: AtomicBool::new(false),
-            lock: Mutex::new(()),
-        }
-    }
-
-    /// Runs `f` if no call has completed yet; other callers wait for it.
-    #[track_caller]
-    pub fn call_once<F: FnOnce()>(&self, f: F) {
-        if self.done.load(Ordering::Acquire) {
-            return;
-        }
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if !self.done.load(Ordering::Acquire) {
-            f();
-            self.done.store(true, Ordering::Release);
-        }
-    }
-
-    pub fn is_completed(&self) -> bool {
-        self.done.load(Ordering::Acquire)
     }
 }

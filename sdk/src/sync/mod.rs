@@ -16,10 +16,12 @@ pub mod atomic;
 mod barrier;
 pub mod mpsc;
 mod mutex;
+mod once;
 mod rwlock;
 
-pub use barrier::{Barrier, BarrierWaitResult, Once};
+pub use barrier::{Barrier, BarrierWaitResult};
 pub use mutex::{Condvar, Mutex, MutexGuard, WaitTimeoutResult};
+pub use once::{LazyLock, Once, OnceLock, OnceState};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use std::sync::{Arc, LockResult, PoisonError, TryLockError, TryLockResult, Weak};
 

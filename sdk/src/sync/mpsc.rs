@@ -13,8 +13,34 @@ struct State<T> {
     queue: VecDeque<T>,
     senders: usize,
     receiver: bool,
-    /// `Some(n)` for a bounded channel of capacity `n`.
+    /// `Some(n)` for a bounded channel of capacity `n` (0: a rendezvous,
+    /// whose one message in flight is handed over while its sender waits).
     bound: Option<usize>,
+    /// Messages sent and taken so far (a rendezvous sender waits until its
+    /// own is taken).
+    sent: u64,
+    taken: u64,
+    /// Receivers waiting for a message (a rendezvous `try_send` succeeds
+    /// only into a waiting receiver).
+    receiving: usize,
+}
+
+impl<T> State<T> {
+    /// Whether a bounded channel has room for one more message.
+    fn room(&self) -> bool {
+        self.queue.len() < self.bound.map_or(usize::MAX, |b| b.max(1))
+    }
+
+    fn rendezvous(&self) -> bool {
+        self.bound == Some(0)
+    }
+
+    /// Takes the oldest message, if any.
+    fn take(&mut self) -> Option<T> {
+        let value = self.queue.pop_front()?;
+        self.taken += 1;
+        Some(value)
+    }
 }
 
 struct Chan<T> {
@@ -29,6 +55,19 @@ impl<T> Chan<T> {
     #[track_caller]
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A message was taken: wakes a sender waiting for room (every one of
+    /// a rendezvous, where one of them waits for this very message).
+    #[track_caller]
+    fn taken(&self, state: MutexGuard<'_, State<T>>) {
+        let rendezvous = state.rendezvous();
+        drop(state);
+        if rendezvous {
+            self.writable.notify_all();
+        } else {
+            self.writable.notify_one();
+        }
     }
 }
 
@@ -54,6 +93,9 @@ fn new<T>(bound: Option<usize>) -> Arc<Chan<T>> {
             senders: 1,
             receiver: true,
             bound,
+            sent: 0,
+            taken: 0,
+            receiving: 0,
         }),
         readable: Condvar::new(),
         writable: Condvar::new(),
@@ -66,10 +108,10 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
-/// A bounded channel, as `std::sync::mpsc::sync_channel` (a bound of 0 is
-/// treated as 1: no rendezvous).
+/// A bounded channel, as `std::sync::mpsc::sync_channel`; a bound of 0 is
+/// a rendezvous: each send returns once a receiver took its message.
 pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
-    let chan = new(Some(bound.max(1)));
+    let chan = new(Some(bound));
     (SyncSender { chan: chan.clone() }, Receiver { chan })
 }
 
@@ -95,7 +137,7 @@ impl<T> SyncSender<T> {
             if !state.receiver {
                 return Err(SendError(value));
             }
-            if state.queue.len() < state.bound.unwrap_or(usize::MAX) {
+            if state.room() {
                 break;
             }
             state = self
@@ -105,8 +147,28 @@ impl<T> SyncSender<T> {
                 .unwrap_or_else(|p| p.into_inner());
         }
         state.queue.push_back(value);
+        state.sent += 1;
+        let ticket = state.sent;
+        let rendezvous = state.rendezvous();
         drop(state);
         self.chan.readable.notify_one();
+        if !rendezvous {
+            return Ok(());
+        }
+        let mut state = self.chan.lock();
+        while state.taken < ticket {
+            if !state.receiver {
+                // Never taken: the one message in flight is this one.
+                debug_assert_eq!(state.queue.len(), 1);
+                let value = state.queue.pop_back().expect("in flight");
+                return Err(SendError(value));
+            }
+            state = self
+                .chan
+                .writable
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
+        }
         Ok(())
     }
 
@@ -116,10 +178,12 @@ impl<T> SyncSender<T> {
         if !state.receiver {
             return Err(TrySendError::Disconnected(value));
         }
-        if state.queue.len() >= state.bound.unwrap_or(usize::MAX) {
+        let handed = state.receiving > state.queue.len();
+        if !state.room() || (state.rendezvous() && !handed) {
             return Err(TrySendError::Full(value));
         }
         state.queue.push_back(value);
+        state.sent += 1;
         drop(state);
         self.chan.readable.notify_one();
         Ok(())
@@ -171,10 +235,9 @@ impl<T> Receiver<T> {
     #[track_caller]
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut state = self.chan.lock();
-        match state.queue.pop_front() {
+        match state.take() {
             Some(value) => {
-                drop(state);
-                self.chan.writable.notify_one();
+                self.chan.taken(state);
                 Ok(value)
             }
             None if state.senders == 0 => Err(TryRecvError::Disconnected),
@@ -194,20 +257,21 @@ impl<T> Receiver<T> {
         let start = Instant::now();
         let mut state = self.chan.lock();
         loop {
-            if let Some(value) = state.queue.pop_front() {
-                drop(state);
-                self.chan.writable.notify_one();
+            if let Some(value) = state.take() {
+                self.chan.taken(state);
                 return Ok(value);
             }
             if state.senders == 0 {
                 return Err(RecvTimeoutError::Disconnected);
             }
+            state.receiving += 1;
             let Some(timeout) = timeout else {
                 state = self
                     .chan
                     .readable
                     .wait(state)
                     .unwrap_or_else(|p| p.into_inner());
+                state.receiving -= 1;
                 continue;
             };
             let left = timeout.saturating_sub(start.elapsed());
@@ -217,6 +281,7 @@ impl<T> Receiver<T> {
                 .wait_timeout(state, left)
                 .unwrap_or_else(|p| p.into_inner());
             state = next;
+            state.receiving -= 1;
             if result.timed_out() && state.queue.is_empty() {
                 return Err(RecvTimeoutError::Timeout);
             }

@@ -146,8 +146,10 @@ impl WaitTimeoutResult {
 }
 
 /// A condition variable, as `std::sync::Condvar`. Under control a wait
-/// blocks until a notify (no spurious wakeups), and a timed wait times out
-/// only when no other thread can run.
+/// blocks until a notify or a *spurious wakeup*, which is a decision (as
+/// std allows them, programs must check their condition in a loop:
+/// `wait_while` does), and a timed wait times out only when no other
+/// thread can run.
 #[derive(Debug, Default)]
 pub struct Condvar {
     inner: std::sync::Condvar,

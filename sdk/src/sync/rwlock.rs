@@ -126,6 +126,29 @@ impl<T: ?Sized> RwLock<T> {
     }
 }
 
+impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
+    /// Turns exclusive access into shared access without letting a writer
+    /// in between, as `std::sync::RwLockWriteGuard::downgrade`: the way to
+    /// publish a value and keep reading it.
+    #[track_caller]
+    pub fn downgrade(mut this: RwLockWriteGuard<'a, T>) -> RwLockReadGuard<'a, T> {
+        let site = sched::here();
+        let std_guard = this.guard.take().expect("held until drop");
+        // std's lock first: a reader the scheduler lets in next must find
+        // it shared, not block the carrier on it.
+        let guard = Some(std::sync::RwLockWriteGuard::downgrade(std_guard));
+        if this.controlled {
+            sched::downgrade(this.obj, site);
+        }
+        RwLockReadGuard {
+            obj: this.obj,
+            guard,
+            site,
+            controlled: this.controlled,
+        }
+    }
+}
+
 impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
