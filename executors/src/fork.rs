@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use crate::inprocess::{DECISION_COVERAGE, IN_RUN, LAST_PANIC, install_panic_hook};
+use crate::symbolize::{Symbolizer, read_maps, recorded_crash};
 use dst::catalog::SiteInfo;
 use dst::region::{Event, Layout, Region, RegionRef};
 use dst_kernel::executor::region_map;
@@ -30,6 +31,9 @@ pub struct Forking<F> {
     catalog: Vec<SiteInfo>,
     /// Edge counters stay in the child.
     no_edges: StandIn,
+    /// This process's layout (the children share it), read at the first
+    /// crash.
+    symbolizer: Option<Symbolizer>,
 }
 
 impl<F: FnMut()> Forking<F> {
@@ -47,6 +51,7 @@ impl<F: FnMut()> Forking<F> {
             timeout,
             catalog: dst::catalog::sites(),
             no_edges: StandIn::default(),
+            symbolizer: None,
         }
     }
 
@@ -86,6 +91,9 @@ fn child(view: RegionRef<'_>, target: &mut impl FnMut()) -> ! {
         // atexit handlers or flushing its buffers twice.
         unsafe { libc::_exit(70) };
     }
+    // A crash is recorded in the region and kills the child, whatever
+    // handlers the parent had (an explorer's would take the child for it).
+    dst::runtime::__record_crashes_in_child();
     IN_RUN.with(|r| r.set(true));
     let result = dst::thread::run_body(target);
     let code = match result {
@@ -140,11 +148,10 @@ impl<F: FnMut()> Executor for Forking<F> {
         };
         if libc::WIFSIGNALED(status) {
             let signal = libc::WTERMSIG(status);
-            End::crash(
-                signal_name(signal),
-                format!("killed by signal {signal}"),
-                None,
-            )
+            let symbolizer = self
+                .symbolizer
+                .get_or_insert_with(|| Symbolizer::new(read_maps(std::process::id())));
+            End::Crash(recorded_crash(view.header(), signal, symbolizer))
         } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == PANICKED {
             let (message, location) = view
                 .events()

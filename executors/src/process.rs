@@ -25,7 +25,6 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use dst::catalog::SiteInfo;
@@ -34,7 +33,6 @@ use dst::region::{Header, Layout, Region, RegionRef};
 use dst::shm::{EXIT_BAD_REGION, REGION_ENV};
 use dst_kernel::{Coverage, End, Executor, Map, Outcome, StandIn};
 
-use crate::fork::signal_name;
 use crate::symbolize::{self, Symbolizer};
 
 /// Spare site slots beyond the binary's catalog, for sites registered at run
@@ -508,59 +506,9 @@ impl Process {
     /// The crash the handler recorded in the region, symbolized.
     fn crash(&mut self, signal: i32) -> Outcome {
         let header = self.segment.view().header();
-        let recorded = header.crash_signal.load(Ordering::Acquire) as i32;
-        let depth =
-            (header.crash_depth.load(Ordering::Relaxed) as usize).min(dst::region::CRASH_FRAMES);
-        let pcs: Vec<u64> = header.crash_frames[..depth]
-            .iter()
-            .map(|f| f.load(Ordering::Relaxed))
-            .collect();
-        let cause = signal_name(signal);
-        if recorded != signal || pcs.is_empty() {
-            return Outcome::Crash {
-                cause,
-                message: format!("killed by signal {signal}"),
-                location: None,
-            };
-        }
-        let frames = match &mut self.symbolizer {
-            Some(symbolizer) => symbolizer.stack(&pcs),
-            None => Symbolizer::new(Vec::new()).stack(&pcs),
-        };
-        let hash = symbolize::stack_hash(&frames);
-        // Only these signals carry a fault address; for the others (abort's
-        // SIGABRT) the field holds the sender's pid, which differs by run.
-        let address = match signal {
-            libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE => format!(
-                ", fault address {:#x}",
-                header.crash_address.load(Ordering::Relaxed)
-            ),
-            _ => String::new(),
-        };
-        let mut message = format!(
-            "killed by signal {signal} ({cause}){address}, pc {:#x}, stack {hash:08x}",
-            pcs[0]
-        );
-        for (i, frame) in frames.iter().enumerate() {
-            message.push_str(&format!("\n    #{i} {frame}"));
-        }
-        // Where: the innermost frame with a source line (the user's code,
-        // rather than libc's abort), else the faulting pc.
-        let top = frames
-            .iter()
-            .find(|f| f.location().is_some())
-            .unwrap_or(&frames[0]);
-        let place = match (&top.function, top.location()) {
-            (Some(function), Some(location)) => format!("{function} ({location})"),
-            (None, Some(location)) => location,
-            (Some(function), None) => function.clone(),
-            (None, None) => format!("{:#x}", top.pc),
-        };
-        Outcome::Crash {
-            cause,
-            message,
-            location: Some(format!("{place}, stack {hash:08x}")),
-        }
+        let mut unmapped = Symbolizer::new(Vec::new());
+        let symbolizer = self.symbolizer.as_mut().unwrap_or(&mut unmapped);
+        symbolize::recorded_crash(header, signal, symbolizer)
     }
 }
 

@@ -11,8 +11,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::Ordering;
+
 use dst::hash::Fnv32;
+use dst::region::Header;
+use dst_kernel::Outcome;
 use object::{Object, ObjectSegment};
+
+use crate::fork::signal_name;
 
 /// One executable file mapping of a process.
 #[derive(Debug, Clone)]
@@ -227,4 +233,81 @@ pub fn stack_hash(frames: &[Frame]) -> u32 {
         hash = hash.write(&[0]);
     }
     hash.finish()
+}
+
+/// How far below the stack pointer a fault still counts as the stack
+/// running out (a frame's probe, a push or a call at the guard page).
+const OVERFLOW_REACH: u64 = 64 << 10;
+
+/// The crash that killed a run by `signal`, as the SDK's handler recorded
+/// it in the region: the signal, the fault address, the symbolized stack
+/// and its hash, placed at the innermost frame with a source line (the
+/// user's code rather than libc's abort). A fault just below the stack
+/// pointer is a *stack overflow* (its cause). Without a record for this
+/// signal, only the signal is known.
+pub fn recorded_crash(header: &Header, signal: i32, symbolizer: &mut Symbolizer) -> Outcome {
+    let recorded = header.crash_signal.load(Ordering::Acquire) as i32;
+    let depth =
+        (header.crash_depth.load(Ordering::Relaxed) as usize).min(dst::region::CRASH_FRAMES);
+    let pcs: Vec<u64> = header.crash_frames[..depth]
+        .iter()
+        .map(|f| f.load(Ordering::Relaxed))
+        .collect();
+    let name = signal_name(signal);
+    if recorded != signal || pcs.is_empty() {
+        return Outcome::Crash {
+            cause: name,
+            message: format!("killed by signal {signal}"),
+            location: None,
+        };
+    }
+    let frames = symbolizer.stack(&pcs);
+    let hash = stack_hash(&frames);
+    let fault = header.crash_address.load(Ordering::Relaxed);
+    let sp = header.crash_sp.load(Ordering::Relaxed);
+    // Only these signals carry a fault address; for the others (abort's
+    // SIGABRT) the field holds the sender's pid, which differs by run.
+    let faults = matches!(
+        signal,
+        libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE
+    );
+    let overflow = matches!(signal, libc::SIGSEGV | libc::SIGBUS)
+        && sp != 0
+        && fault <= sp.saturating_add(256)
+        && sp - fault.min(sp) <= OVERFLOW_REACH;
+    let address = if faults {
+        format!(", fault address {fault:#x}")
+    } else {
+        String::new()
+    };
+    let mut message = format!(
+        "killed by signal {signal} ({name}){address}, pc {:#x}, stack {hash:08x}",
+        pcs[0]
+    );
+    for (i, frame) in frames.iter().enumerate() {
+        message.push_str(&format!("\n    #{i} {frame}"));
+    }
+    // Rust's standard library inlined into the user's function (its files
+    // are under /rustc/) is not the place.
+    let placed = |f: &&Frame| f.location().is_some_and(|l| !l.starts_with("/rustc/"));
+    let top = frames
+        .iter()
+        .find(placed)
+        .or_else(|| frames.iter().find(|f| f.location().is_some()))
+        .unwrap_or(&frames[0]);
+    let place = match (&top.function, top.location()) {
+        (Some(function), Some(location)) => format!("{function} ({location})"),
+        (None, Some(location)) => location,
+        (Some(function), None) => function.clone(),
+        (None, None) => format!("{:#x}", top.pc),
+    };
+    Outcome::Crash {
+        cause: if overflow {
+            "stack overflow".into()
+        } else {
+            name
+        },
+        message,
+        location: Some(format!("{place}, stack {hash:08x}")),
+    }
 }

@@ -75,6 +75,23 @@ unsafe fn faulting_pc(_context: *mut c_void) -> usize {
     0
 }
 
+/// The stack pointer from the signal's machine context.
+///
+/// # Safety
+/// `context` is the third argument of an `SA_SIGINFO` handler.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+unsafe fn faulting_sp(context: *mut c_void) -> usize {
+    // SAFETY: the kernel passes a `ucontext_t` to SA_SIGINFO handlers.
+    unsafe {
+        (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RSP as usize] as usize
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+unsafe fn faulting_sp(_context: *mut c_void) -> usize {
+    0
+}
+
 extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     // SAFETY: REGION and PREVIOUS are written once by `install`, before the
     // handler is installed, and only read afterwards.
@@ -109,6 +126,9 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
         }
         header.crash_depth.store(depth as u64, Ordering::Relaxed);
         header.crash_address.store(address, Ordering::Relaxed);
+        // SAFETY: as for the pc.
+        let sp = unsafe { faulting_sp(context) };
+        header.crash_sp.store(sp as u64, Ordering::Relaxed);
         header.crash_signal.store(signal as u64, Ordering::Release);
     }
     // Hand the signal back: restore what was there before (the default
@@ -131,6 +151,18 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
             libc::raise(signal);
         }
     }
+}
+
+/// In a forked child of an explorer: the crash signals' actions inherited
+/// from the parent (LibAFL's in-process handlers, which would take the
+/// child for their own process) go back to the default, then the handler
+/// is installed for `region`, so the crash is recorded and kills the child.
+pub(crate) fn install_in_child(region: RegionRef<'static>) {
+    for &signal in &SIGNALS {
+        // SAFETY: the default action is always a valid one to set.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+    install(region);
 }
 
 /// Installs the handler for `region` (once per process; later calls only

@@ -121,6 +121,9 @@ pub struct Header {
     /// Contested scheduling points of this run so far (where more than one
     /// thread could run): what PCT's expected length is fitted to.
     pub contested: AtomicU64,
+    /// The stack pointer when the crash handler's signal came (a fault just
+    /// below it is a stack overflow).
+    pub crash_sp: AtomicU64,
 }
 
 /// Bytes at the start of the coverage map that decision coverage uses.
@@ -298,6 +301,7 @@ impl Layout {
             crash_depth: AtomicU64::new(0),
             crash_frames: [const { AtomicU64::new(0) }; CRASH_FRAMES],
             contested: AtomicU64::new(0),
+            crash_sp: AtomicU64::new(0),
         }
     }
 
@@ -927,6 +931,7 @@ impl<'a> RegionRef<'a> {
         h.crash_address.store(0, Ordering::Relaxed);
         h.crash_depth.store(0, Ordering::Relaxed);
         h.contested.store(0, Ordering::Relaxed);
+        h.crash_sp.store(0, Ordering::Relaxed);
         h.run_id.fetch_add(1, Ordering::Release);
     }
 }

@@ -79,6 +79,17 @@ pub unsafe fn attach(base: *mut u8, len: usize) -> Result<(), RegionError> {
     Ok(())
 }
 
+/// In a forked child that attached a region: crashes are recorded in it
+/// (signal, fault address, stack) by the SDK's handler, in place of any
+/// handler inherited from the parent. For executors that fork per run.
+#[cfg(unix)]
+#[doc(hidden)]
+pub fn __record_crashes_in_child() {
+    if let Some(region) = current() {
+        crate::crash::install_in_child(region);
+    }
+}
+
 /// Makes `region` the current one, in recording mode.
 fn install(region: &'static Region) {
     debug_assert!(

@@ -16,7 +16,9 @@
 //!   by every controlled thread of a run** (they are one OS thread); so is
 //!   `std::thread::current()`. Use [`current`] and this module's macro.
 //! - A stack overflow faults on the guard page: a crash of the run, which
-//!   the explorer reports as a finding like any other crash.
+//!   the explorer reports as a finding whose cause is `stack overflow`,
+//!   placed in the function that recursed (the replay runs in a forked
+//!   child, where the SDK records the fault and the stack pointer).
 //! - Threads left when a run ends (abandoned after a deadlock, or outliving
 //!   the target) are unwound in place: their destructors run, with the
 //!   SDK's operations no longer scheduling points.

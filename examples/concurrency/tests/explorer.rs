@@ -136,3 +136,32 @@ fn replay_shows_the_schedule_of_a_deadlock() {
     assert!(stdout.contains("<- preempts thread"), "{stdout}");
     assert!(stdout.contains("lock"), "{stdout}");
 }
+
+/// A controlled thread that overflows its 64 KiB stack (`src/bin/overflow.rs`)
+/// is a crash finding, placed in the recursing function and replayed, while
+/// the explorer carries on; not a hang or the explorer's own death.
+#[test]
+fn a_stack_overflow_is_a_finding() {
+    let campaign = explorer::Campaign::run(
+        env!("CARGO_BIN_EXE_overflow"),
+        "overflow",
+        &["--runs", "500", "--seed", "1"],
+    );
+    assert_eq!(campaign.status, 1, "{}", campaign.summary);
+    let findings = campaign.summary["findings"].as_array().unwrap();
+    let finding = findings
+        .iter()
+        .find(|f| f["signature"]["cause"] == "stack overflow")
+        .unwrap_or_else(|| panic!("no stack overflow finding: {findings:?}"));
+    let at = finding["signature"]["at"].as_str().unwrap();
+    assert!(at.contains("descend") && at.contains("overflow.rs"), "{at}");
+    assert!(
+        campaign.summary["executions"].as_u64().unwrap() >= 500,
+        "the campaign went on after the crash: {}",
+        campaign.summary
+    );
+    let input = std::path::PathBuf::from(finding["path"].as_str().unwrap()).join("input");
+    let (replay, status) = campaign.replay(&input);
+    assert_eq!(status, 1, "{replay}");
+    assert_eq!(replay["signature"]["cause"], "stack overflow", "{replay}");
+}
