@@ -19,10 +19,10 @@
 //! | `random::bool` | 1 | lowest bit | false |
 //! | `fault!` | 1 | fires iff byte >= [`FAULT_THRESHOLD`] | does not fire |
 //! | schedule (threads under control) | as `below(runnable threads)` | index into the run order | the current thread keeps running |
-//! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1 PCT, 2-3 POS | direct |
-//! | priority (PCT, POS) | 2 | the bytes | 0 |
-//! | steps (PCT, after the strategy) | 1 | the contested steps the run expects, [`steps_of`] | 1 |
-//! | change (PCT, one per change point, after steps) | 2 | the point's position as a fraction of the expected steps | at the first contested step |
+//! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1 PCT, 2 POS, 3 site priorities | direct |
+//! | priority (PCT, POS: a thread's; site priorities: a site's) | 2 | the bytes | 0 |
+//! | steps (PCT and site priorities, after the strategy) | 1 | the contested steps the run expects, [`steps_of`] | 1 |
+//! | change (PCT and site priorities, one per change point, after steps) | 2 | the point's position as a fraction of the expected steps | at the first contested step |
 //! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
 //! | length of a harness's input (`libfuzzer::input`), then its bytes as a fill | 4 | bytes mod `max_len + 1` | 0 (empty) |
 //!
@@ -57,7 +57,7 @@ pub enum Kind {
     Schedule = 10,
     /// The scheduling strategy of a run (0: direct choices).
     Strategy = 11,
-    /// A thread priority (PCT and POS strategies).
+    /// A thread's priority (PCT, POS) or a site's (site priorities).
     Priority = 12,
     /// Where a PCT priority change point falls among the run's contested
     /// steps (two bytes: a fraction of the expected count).
@@ -69,11 +69,16 @@ pub enum Kind {
     Steps = 15,
 }
 
-/// The contested-step count a [`Kind::Steps`] byte stands for: a 4-bit
-/// mantissa and exponent, 1 to 63,488, within 1/16 of any count.
+/// The contested-step count a [`Kind::Steps`] byte stands for: bytes below
+/// 128 count exactly (1 to 128: most runs are short, so a random byte
+/// usually fits one), the others have a 4-bit mantissa and a 3-bit
+/// exponent, 128 to 31,744, within 1/16 of any count.
 pub fn steps_of(code: u8) -> u64 {
-    let (mantissa, exponent) = (u64::from(code & 15), u32::from(code >> 4));
-    ((16 + mantissa) << exponent) >> 4
+    if code < 128 {
+        return u64::from(code) + 1;
+    }
+    let (mantissa, exponent) = (u64::from(code & 15), u32::from((code - 128) >> 4));
+    (16 + mantissa) << (exponent + 3)
 }
 
 /// The smallest [`Kind::Steps`] byte whose count is at least `steps`.

@@ -353,9 +353,18 @@ pub(crate) fn count_contested() {
 /// Counts an observed pair of conflicting operations (interleaving
 /// coverage; see [`RegionRef::count_interleaving`]).
 pub(crate) fn count_interleaving(first: u64, second: u64) {
-    if let Some(region) = current() {
+    if let Some(region) = current()
+        && interleaving_coverage()
+    {
         region.count_interleaving(first, second);
     }
+}
+
+/// Whether interleaving coverage is counted: `DST_INTERLEAVING=off` turns
+/// it off, for experiments (the benchmark's ablation).
+fn interleaving_coverage() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("DST_INTERLEAVING").is_none_or(|v| v != "off"))
 }
 
 /// Counts an observed pair of conflicting operations (interleaving

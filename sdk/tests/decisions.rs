@@ -163,3 +163,16 @@ fn rng_is_a_rand_core_rng() {
     exec.run(&[]);
     assert_eq!(*value.borrow(), 0);
 }
+
+#[test]
+fn steps_codes_count_up_and_fit_any_length() {
+    use dst::decision::{steps_code, steps_of};
+    let counts: Vec<u64> = (0..=255u8).map(steps_of).collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert_eq!((counts[0], counts[127]), (1, 128), "short runs count exactly");
+    for steps in [1u64, 2, 20, 127, 128, 129, 1_000, 31_744] {
+        let fitted = steps_of(steps_code(steps));
+        assert!(fitted >= steps && fitted <= steps + steps / 16 + 1, "{steps} -> {fitted}");
+    }
+    assert_eq!(steps_code(1 << 40), 255, "longer runs take the largest");
+}

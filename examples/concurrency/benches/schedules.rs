@@ -3,7 +3,8 @@
 //! the same programs (`src/programs.rs`, compiled against each), in one run.
 //!
 //! `cargo bench -p dst-example-concurrency --bench schedules [-- SEEDS]`
-//! (default 20 seeds) — see docs/benchmarks.md.
+//! (default 20 seeds; `only=a,b` for some programs, `dst` for the
+//! explorer's column alone) — see docs/benchmarks.md.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -127,7 +128,7 @@ fn main() {
                 hits[strategy] += u32::from(record.signature().is_some());
             }
             println!(
-                "{name:<12} direct {}/{}  pct {}/{}  pos {}/{}  pos {}/{}",
+                "{name:<12} direct {}/{}  pct {}/{}  pos {}/{}  sites {}/{}",
                 hits[0], runs[0], hits[1], runs[1], hits[2], runs[2], hits[3], runs[3]
             );
         }
@@ -163,13 +164,23 @@ fn main() {
         "{:<12} {:>14} {:>14} {:>14} {:>10} {:>10} {:>7}",
         "program", "dst explorer", "shuttle random", "shuttle pct3", "dst/s", "shuttle/s", "ratio"
     );
+    // `only=a,b`: these programs; `dst`: the explorer's column only.
+    let only: Option<Vec<String>> = std::env::args()
+        .find_map(|a| a.strip_prefix("only=").map(|v| v.split(',').map(String::from).collect()));
+    let dst_only = std::env::args().any(|a| a == "dst");
     for (i, (name, program)) in dst_example_concurrency::PROGRAMS.iter().enumerate() {
+        if only.as_ref().is_some_and(|o| !o.iter().any(|n| n == name)) {
+            continue;
+        }
         let (_, shuttle_program) = shuttle_ports::PROGRAMS[i];
         let mut dst = Vec::new();
         let mut random = Vec::new();
         let mut pct = Vec::new();
         for seed in 1..=seeds {
             dst.extend(dst_to_bug(name, seed, BUDGET));
+            if dst_only {
+                continue;
+            }
             random.extend(shuttle_to_bug(
                 shuttle_program,
                 seed,
@@ -183,10 +194,14 @@ fn main() {
         } else {
             3000
         };
-        let (dst_rate, shuttle_rate) = (
-            dst_rate(*program, runs),
-            shuttle_rate(shuttle_program, runs),
-        );
+        let (dst_rate, shuttle_rate) = if dst_only {
+            (0.0, f64::NAN)
+        } else {
+            (
+                dst_rate(*program, runs),
+                shuttle_rate(shuttle_program, runs),
+            )
+        };
         let cell = |v: &Vec<u64>| format!("{} ({}/{seeds})", median(v.clone()), v.len());
         println!(
             "{:<12} {:>14} {:>14} {:>14} {:>10.0} {:>10.0} {:>7.2}",

@@ -3,9 +3,10 @@
 //!
 //! The protocol, as the scheduler (`sched`) drives it:
 //! 1. At a run's first contested point the scheduler calls [`read`], which
-//!    takes the *strategy decision* (one byte: 0 direct, 1 PCT, 2 and 3
-//!    POS; the higher bits tune PCT, which then decides its expected length
-//!    and change points) and makes the strategy. The strategy
+//!    takes the *strategy decision* (one byte: 0 direct, 1 PCT, 2 POS, 3
+//!    site priorities; the higher bits tune PCT and the site strategy,
+//!    which then decide their expected length and change points) and makes
+//!    the strategy. The strategy
 //!    is told of every thread the run has so far, in thread order, through
 //!    [`Strategy::added`]; later spawns are told as they happen. A run
 //!    without a contested point takes no strategy decision at all.
@@ -18,13 +19,15 @@
 //!    the schedule is a pure function of the input; the zero bytes choose
 //!    the first of the order, so the nominal input never preempts.
 //!
-//! One file per strategy, as shuttle has: [`direct`], [`pct`], [`pos`].
+//! One file per strategy, as shuttle has: [`direct`], [`pct`], [`pos`],
+//! [`sites`].
 
 mod direct;
 mod pct;
 mod pos;
+mod sites;
 
-use crate::decision::{Kind, Value};
+use crate::decision::{self, Kind, Value};
 use crate::runtime;
 
 use super::{Site, Thread};
@@ -57,16 +60,75 @@ pub(super) trait Strategy: Send {
 /// the run's `threads` threads so far.
 pub(super) fn read(site: Site, threads: usize) -> Box<dyn Strategy> {
     let mut byte = [0u8; 1];
-    let value = runtime::decide(Kind::Strategy, site.decision(), &mut byte, Value::Be);
+    let mut value = runtime::decide(Kind::Strategy, site.decision(), &mut byte, Value::Be);
+    if let Some(only) = only() {
+        value = value & !3 | only;
+    }
     let mut strategy: Box<dyn Strategy> = match value % 4 {
         0 => Box::new(direct::Direct),
         1 => Box::new(pct::Pct::new(value, site)),
-        _ => Box::new(pos::Pos::default()),
+        2 => Box::new(pos::Pos::default()),
+        _ => Box::new(sites::Sites::new(value, site)),
     };
     for tid in 0..threads {
         strategy.added(tid, site);
     }
     strategy
+}
+
+/// `DST_STRATEGY` (`direct`, `pct`, `pos` or `sites`), for experiments such as the
+/// benchmark's ablation: every run uses that strategy whatever its
+/// strategy byte says (the byte's other bits still tune it). Runs then
+/// depend on the variable as well as on their input: replay with the same.
+fn only() -> Option<u64> {
+    static ONLY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *ONLY.get_or_init(|| match std::env::var("DST_STRATEGY").ok()?.as_str() {
+        "direct" => Some(0),
+        "pct" => Some(1),
+        "pos" => Some(2),
+        "sites" => Some(3),
+        _ => None,
+    })
+}
+
+/// Where a run's priority change points fall (PCT's, and the site
+/// strategy's): `count` of them, uniformly over the contested steps the
+/// run expects. That length cannot be known before the run ends, and a run
+/// must stay a pure function of its input, so it is itself a decision
+/// ([`Kind::Steps`], which the explorer fits to the count of the run it
+/// mutates); each change point is then a [`Kind::Change`] decision, a
+/// fraction of it.
+struct ChangePoints {
+    /// Contested steps at which a change falls, ascending.
+    at: Vec<u64>,
+    /// Contested steps so far.
+    step: u64,
+}
+
+impl ChangePoints {
+    fn new(count: usize, site: Site) -> ChangePoints {
+        let mut byte = [0u8; 1];
+        let code = runtime::decide(Kind::Steps, site.decision(), &mut byte, Value::Be);
+        let k = decision::steps_of(code as u8);
+        let mut at: Vec<u64> = (0..count)
+            .map(|_| {
+                let mut bytes = [0u8; 2];
+                let f = runtime::decide(Kind::Change, site.decision(), &mut bytes, Value::Be);
+                (f * k) >> 16
+            })
+            .collect();
+        at.sort_unstable();
+        debug_assert!(at.iter().all(|&c| c < k.max(1)));
+        ChangePoints { at, step: 0 }
+    }
+
+    /// How many change points fall at this contested step (then the next).
+    fn due(&mut self) -> usize {
+        let due = self.at.iter().take_while(|&&c| c == self.step).count();
+        self.at.drain(..due);
+        self.step += 1;
+        due
+    }
 }
 
 /// A priority decision (two bytes, big-endian).
