@@ -68,10 +68,14 @@ impl<F: FnMut()> Forking<F> {
                 return Some(status);
             }
             if start.elapsed() >= self.timeout {
-                // SAFETY: killing and reaping our own child.
+                // SAFETY: killing and reaping our own child (again if a
+                // signal, such as an explorer's alarm, interrupted the wait).
                 unsafe {
                     libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
+                    while libc::waitpid(pid, &mut status, 0) < 0
+                        && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                    {
+                    }
                 }
                 return None;
             }

@@ -13,7 +13,10 @@ use dst_executors::InProcess;
 use dst_fuzz::explore::{Options, explore_here};
 use libafl::corpus::InMemoryCorpus;
 use libafl::events::SimpleEventManager;
-use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
+use libafl::executors::ExitKind;
+use libafl::executors::hooks::inprocess::HasTimeout;
+use libafl::executors::hooks::timer::TimerStruct;
+use libafl::executors::inprocess::{HasInProcessHooks, InProcessExecutor};
 use libafl::feedbacks::{CrashFeedback, MaxMapFeedback};
 use libafl::fuzzer::{Evaluator, Fuzzer, StdFuzzer};
 use libafl::inputs::BytesInput;
@@ -44,7 +47,7 @@ fn branchy(buf: &[u8; 16], mut signal: impl FnMut(usize)) -> u32 {
     acc
 }
 
-fn bare_libafl(map_size: usize) -> f64 {
+fn bare_libafl(map_size: usize, batch_timer: bool) -> f64 {
     let map: &'static mut [u8] = Box::leak(vec![0u8; map_size].into_boxed_slice());
     let map_ptr = map.as_mut_ptr();
     let mut harness = |input: &BytesInput| {
@@ -84,6 +87,12 @@ fn bare_libafl(map_size: usize) -> f64 {
         .event_mgr(&mut mgr)
         .build()
         .unwrap();
+    if batch_timer {
+        // The timer armed once and checked per run, as dst's explorer
+        // arms it for in-process targets.
+        *executor.inprocess_hooks_mut().timer_mut() =
+            TimerStruct::batch_mode(Duration::from_secs(1));
+    }
     fuzzer
         .add_input(
             &mut state,
@@ -130,8 +139,12 @@ fn main() {
     let only = std::env::var("DST_BENCH_ONLY").unwrap_or_default();
     let mut rows = Vec::new();
     if !only.contains("dst") {
-        rows.push(("bare LibAFL, 64 KiB map", bare_libafl(1 << 16)));
-        rows.push(("bare LibAFL, 4 KiB map", bare_libafl(1 << 12)));
+        rows.push(("bare LibAFL, 64 KiB map", bare_libafl(1 << 16, false)));
+        rows.push(("bare LibAFL, 4 KiB map", bare_libafl(1 << 12, false)));
+        rows.push((
+            "bare LibAFL, 4 KiB map, batch timer",
+            bare_libafl(1 << 12, true),
+        ));
     }
     if !only.contains("bare") {
         rows.push(("dst explorer, in-process bench build", dst_explorer(&dir)));

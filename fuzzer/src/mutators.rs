@@ -16,9 +16,13 @@
 //! explicitly (the input is materialized up to it), so the edit sticks.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::rc::Rc;
 
 use dst::decision::{self, Kind, SEED_BYTES};
+use libafl::corpus::HasCurrentCorpusId;
 use libafl::corpus::{Corpus, CorpusId};
 use libafl::inputs::BytesInput;
 use libafl::mutators::{MutationResult, Mutator};
@@ -29,23 +33,67 @@ use libafl_bolts::rands::Rand;
 
 use crate::feedback::DecisionSpans;
 
-/// Up to `window` consecutive decision spans of the current testcase,
-/// starting at a random one (copying only those, not the whole list).
-fn pick_spans<S>(state: &mut S, window: usize) -> Option<Vec<(u32, u16, u8)>>
+/// The current testcase's decision spans, and where its PCT expected
+/// length is (`Kind::Steps`), looked up once per corpus entry: a stage
+/// stacks dozens of mutations on one entry, and a metadata lookup and a
+/// copy for each of them cost more than the run.
+struct Current {
+    id: Option<CorpusId>,
+    spans: Rc<DecisionSpans>,
+    /// The `Kind::Steps` decision's offset, if the entry took one.
+    steps: Option<usize>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Current> = RefCell::new(Current {
+        id: None,
+        spans: Rc::default(),
+        steps: None,
+    });
+}
+
+/// Forgets the cached entry: a new campaign in this process numbers its
+/// corpus from 0 again.
+pub fn new_campaign() {
+    CURRENT.with_borrow_mut(|c| c.id = None);
+}
+
+/// The current testcase's spans (an entry's spans never change once it is
+/// in the corpus, and a campaign does not reuse ids).
+fn current<S>(state: &S) -> Option<(Rc<DecisionSpans>, Option<usize>)>
 where
-    S: HasCurrentTestcase<BytesInput> + HasRand,
+    S: HasCurrentTestcase<BytesInput> + HasCurrentCorpusId,
 {
-    let n = {
-        let testcase = state.current_testcase().ok()?;
-        testcase.metadata::<DecisionSpans>().ok()?.spans.len()
-    };
+    let id = state.current_corpus_id().ok().flatten()?;
+    CURRENT.with_borrow_mut(|c| {
+        if c.id != Some(id) {
+            let testcase = state.current_testcase().ok()?;
+            let spans = testcase.metadata::<DecisionSpans>().ok()?.clone();
+            c.steps = spans
+                .spans
+                .iter()
+                .find(|&&(_, w, k)| k == Kind::Steps as u8 && w == 1)
+                .map(|&(offset, _, _)| offset as usize);
+            c.spans = Rc::new(spans);
+            c.id = Some(id);
+        }
+        Some((c.spans.clone(), c.steps))
+    })
+}
+
+/// Up to `window` consecutive decision spans of the current testcase,
+/// starting at a random one.
+fn pick_spans<S>(state: &mut S, window: usize) -> Option<(Rc<DecisionSpans>, Range<usize>)>
+where
+    S: HasCurrentTestcase<BytesInput> + HasCurrentCorpusId + HasRand,
+{
+    let (spans, _) = current(state)?;
+    let n = spans.spans.len();
     if n == 0 {
         return None;
     }
     let start = pick(state.rand_mut(), n);
-    let testcase = state.current_testcase().ok()?;
-    let spans = &testcase.metadata::<DecisionSpans>().ok()?.spans;
-    Some(spans[start..(start + window).min(n)].to_vec())
+    Some((spans, start..(start + window).min(n)))
 }
 
 fn pick(rand: &mut impl Rand, n: usize) -> usize {
@@ -78,14 +126,14 @@ impl Named for ChangeDecision {
 
 impl<S> Mutator<BytesInput, S> for ChangeDecision
 where
-    S: HasRand + HasCurrentTestcase<BytesInput>,
+    S: HasRand + HasCurrentTestcase<BytesInput> + HasCurrentCorpusId,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
-        let Some(spans) = pick_spans(state, 1) else {
+        let Some((spans, picked)) = pick_spans(state, 1) else {
             return Ok(MutationResult::Skipped);
         };
         let rand = state.rand_mut();
-        let (offset, width, kind) = spans[0];
+        let (offset, width, kind) = spans.spans[picked.start];
         let (offset, width) = (offset as usize, width as usize);
         if width == 0 {
             return Ok(MutationResult::Skipped);
@@ -141,12 +189,13 @@ impl Named for ZeroDecisions {
 
 impl<S> Mutator<BytesInput, S> for ZeroDecisions
 where
-    S: HasRand + HasCurrentTestcase<BytesInput>,
+    S: HasRand + HasCurrentTestcase<BytesInput> + HasCurrentCorpusId,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
-        let Some(spans) = pick_spans(state, 16) else {
+        let Some((spans, picked)) = pick_spans(state, 16) else {
             return Ok(MutationResult::Skipped);
         };
+        let spans = &spans.spans[picked];
         let count = 1 + pick(state.rand_mut(), spans.len());
         let (start, _, _) = spans[0];
         let (last_offset, last_width, _) = spans[count - 1];
@@ -175,10 +224,10 @@ impl Named for SpliceDecisions {
 
 impl<S> Mutator<BytesInput, S> for SpliceDecisions
 where
-    S: HasRand + HasCurrentTestcase<BytesInput> + HasCorpus<BytesInput>,
+    S: HasRand + HasCurrentTestcase<BytesInput> + HasCorpus<BytesInput> + HasCurrentCorpusId,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
-        let Some(spans) = pick_spans(state, 1) else {
+        let Some((spans, picked)) = pick_spans(state, 1) else {
             return Ok(MutationResult::Skipped);
         };
         let count = state.corpus().count();
@@ -200,7 +249,7 @@ where
             return Ok(MutationResult::Skipped);
         }
         let rand = state.rand_mut();
-        let (cut, _, _) = spans[0];
+        let (cut, _, _) = spans.spans[picked.start];
         let (from, _, _) = other_spans[pick(rand, other_spans.len())];
         let mut other_full = other_bytes;
         let other_end = other_spans
@@ -242,20 +291,15 @@ impl<M> Named for FitSteps<M> {
 impl<M, S> Mutator<BytesInput, S> for FitSteps<M>
 where
     M: Mutator<BytesInput, S>,
-    S: HasCurrentTestcase<BytesInput>,
+    S: HasCurrentTestcase<BytesInput> + HasCurrentCorpusId,
 {
     fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
         let result = self.inner.mutate(state, input)?;
         if result == MutationResult::Skipped {
             return Ok(result);
         }
-        let fit = state.current_testcase().ok().and_then(|t| {
-            let spans = t.metadata::<DecisionSpans>().ok()?;
-            let &(offset, _, _) = spans
-                .spans
-                .iter()
-                .find(|&&(_, w, k)| k == Kind::Steps as u8 && w == 1)?;
-            (spans.contested > 0).then_some((offset as usize, spans.contested))
+        let fit = current(state).and_then(|(spans, steps)| {
+            Some((steps?, spans.contested)).filter(|&(_, contested)| contested > 0)
         });
         if let Some((offset, contested)) = fit {
             let bytes = input.as_mut();
@@ -263,6 +307,59 @@ where
             bytes[SEED_BYTES + offset] = decision::steps_code(contested);
         }
         Ok(result)
+    }
+
+    fn post_exec(&mut self, state: &mut S, id: Option<CorpusId>) -> Result<(), Error> {
+        self.inner.post_exec(state, id)
+    }
+}
+
+/// Byte-level havoc on an input's explicit decision bytes, keeping its
+/// tail seed: a mutant then continues with its parent's random tail, whose
+/// first block is cached (seeding the generator costs more than a whole
+/// run of a small target). One mutation in [`RESEED`] draws a new seed
+/// instead: a new random continuation of the same explicit prefix.
+pub struct KeepSeed<M> {
+    inner: M,
+}
+
+/// One havoc mutation in this many draws a new tail seed.
+const RESEED: usize = 16;
+
+impl<M> KeepSeed<M> {
+    pub fn new(inner: M) -> KeepSeed<M> {
+        KeepSeed { inner }
+    }
+}
+
+impl<M> Named for KeepSeed<M> {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("KeepSeed");
+        &NAME
+    }
+}
+
+impl<M, S> Mutator<BytesInput, S> for KeepSeed<M>
+where
+    M: Mutator<BytesInput, S>,
+    S: HasRand,
+{
+    fn mutate(&mut self, state: &mut S, input: &mut BytesInput) -> Result<MutationResult, Error> {
+        let bytes = input.as_mut();
+        bytes.resize(bytes.len().max(SEED_BYTES), 0);
+        let mut seed = [0u8; SEED_BYTES];
+        seed.copy_from_slice(&bytes[..SEED_BYTES]);
+        bytes.drain(..SEED_BYTES);
+        let result = self.inner.mutate(state, input);
+        if pick(state.rand_mut(), RESEED) == 0 {
+            seed = state.rand_mut().next().to_le_bytes();
+        }
+        let bytes = input.as_mut();
+        bytes.splice(0..0, seed);
+        if bytes.iter().all(|&b| b == 0) {
+            bytes.clear(); // all zero is the nominal input: say it shortest
+        }
+        result
     }
 
     fn post_exec(&mut self, state: &mut S, id: Option<CorpusId>) -> Result<(), Error> {

@@ -226,6 +226,8 @@ pub struct Stream {
     tail: Option<ChaCha8Rng>,
     block: [u8; TAIL_BLOCK],
     block_pos: usize,
+    /// Tail blocks produced so far.
+    blocks: u64,
     /// Bytes consumed so far (explicit and tail).
     pub cursor: u64,
 }
@@ -238,6 +240,7 @@ impl Stream {
             tail: None,
             block: [0; TAIL_BLOCK],
             block_pos: TAIL_BLOCK,
+            blocks: 0,
             cursor: 0,
         }
     }
@@ -264,16 +267,52 @@ impl Stream {
             return 0;
         }
         if self.block_pos == TAIL_BLOCK {
-            let seed = self.seed;
-            let rng = self
-                .tail
-                .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed));
-            rng.fill_bytes(&mut self.block);
-            self.block_pos = 0;
+            self.next_block();
         }
         let b = self.block[self.block_pos];
         self.block_pos += 1;
         b
+    }
+}
+
+thread_local! {
+    /// The first tail block of the last seed: runs of one explorer
+    /// mutating one corpus entry mostly share its seed, and seeding the
+    /// generator costs more than a run's other decisions together.
+    static FIRST_BLOCK: std::cell::Cell<(u64, [u8; TAIL_BLOCK])> =
+        const { std::cell::Cell::new((0, [0; TAIL_BLOCK])) };
+}
+
+impl Stream {
+    /// Fills `block` with the next tail block: the first from the cache
+    /// when it holds this seed's, later ones from the generator (moved
+    /// past the cached block).
+    fn next_block(&mut self) {
+        let seed = self.seed;
+        debug_assert_ne!(seed, 0, "a zero seed has no tail");
+        let first = self.tail.is_none() && self.block_pos == TAIL_BLOCK && self.blocks == 0;
+        if first {
+            let (cached, block) = FIRST_BLOCK.get();
+            if cached == seed {
+                self.block = block;
+                self.block_pos = 0;
+                self.blocks = 1;
+                return;
+            }
+        }
+        let blocks = self.blocks;
+        let rng = self.tail.get_or_insert_with(|| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            // Past the blocks already served from the cache (u32 words).
+            rng.set_word_pos(u128::from(blocks) * (TAIL_BLOCK as u128 / 4));
+            rng
+        });
+        rng.fill_bytes(&mut self.block);
+        self.block_pos = 0;
+        self.blocks += 1;
+        if first {
+            FIRST_BLOCK.set((seed, self.block));
+        }
     }
 }
 

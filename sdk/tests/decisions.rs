@@ -169,10 +169,36 @@ fn steps_codes_count_up_and_fit_any_length() {
     use dst::decision::{steps_code, steps_of};
     let counts: Vec<u64> = (0..=255u8).map(steps_of).collect();
     assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
-    assert_eq!((counts[0], counts[127]), (1, 128), "short runs count exactly");
+    assert_eq!(
+        (counts[0], counts[127]),
+        (1, 128),
+        "short runs count exactly"
+    );
     for steps in [1u64, 2, 20, 127, 128, 129, 1_000, 31_744] {
         let fitted = steps_of(steps_code(steps));
-        assert!(fitted >= steps && fitted <= steps + steps / 16 + 1, "{steps} -> {fitted}");
+        assert!(
+            fitted >= steps && fitted <= steps + steps / 16 + 1,
+            "{steps} -> {fitted}"
+        );
     }
     assert_eq!(steps_code(1 << 40), 255, "longer runs take the largest");
+}
+
+#[test]
+fn a_tail_is_the_same_whether_its_first_block_was_cached_or_not() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{Rng, SeedableRng};
+    for seed in [1u64, 7, 1 << 40, u64::MAX] {
+        let mut reference = vec![0u8; 300];
+        ChaCha8Rng::seed_from_u64(seed).fill_bytes(&mut reference);
+        // The first call fills the cache, the second reads it, the third
+        // follows another seed's.
+        let cold = dst::decision::tail_bytes(seed, 300);
+        let warm = dst::decision::tail_bytes(seed, 300);
+        dst::decision::tail_bytes(seed ^ 1, 10);
+        let short = dst::decision::tail_bytes(seed, 65);
+        assert_eq!(cold, reference, "seed {seed}");
+        assert_eq!(warm, reference, "seed {seed}");
+        assert_eq!(short[..], reference[..65], "seed {seed}");
+    }
 }

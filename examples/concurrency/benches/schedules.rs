@@ -165,8 +165,10 @@ fn main() {
         "program", "dst explorer", "shuttle random", "shuttle pct3", "dst/s", "shuttle/s", "ratio"
     );
     // `only=a,b`: these programs; `dst`: the explorer's column only.
-    let only: Option<Vec<String>> = std::env::args()
-        .find_map(|a| a.strip_prefix("only=").map(|v| v.split(',').map(String::from).collect()));
+    let only: Option<Vec<String>> = std::env::args().find_map(|a| {
+        a.strip_prefix("only=")
+            .map(|v| v.split(',').map(String::from).collect())
+    });
     let dst_only = std::env::args().any(|a| a == "dst");
     for (i, (name, program)) in dst_example_concurrency::PROGRAMS.iter().enumerate() {
         if only.as_ref().is_some_and(|o| !o.iter().any(|n| n == name)) {

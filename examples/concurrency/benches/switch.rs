@@ -137,7 +137,10 @@ fn c_per_yield(program: &Path, controlled: bool) -> f64 {
             }
             let out = cmd.output().expect("run pingpong");
             assert!(out.status.success(), "pingpong failed: {out:?}");
-            String::from_utf8_lossy(&out.stdout).trim().parse::<f64>().unwrap()
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<f64>()
+                .unwrap()
         })
         .fold(f64::INFINITY, f64::min)
 }
@@ -152,11 +155,17 @@ fn main() {
     });
     println!("yield ping-pong, {ROUNDS} rounds per thread, ns per yield");
     println!("dst Rust threads (continuations)   {dst:>9.1}");
-    println!("shuttle 0.9.1 (check_random)       {shuttle:>9.1}   dst/shuttle {:.2}x faster", shuttle / dst);
+    println!(
+        "shuttle 0.9.1 (check_random)       {shuttle:>9.1}   dst/shuttle {:.2}x faster",
+        shuttle / dst
+    );
     if let Some(program) = build_c() {
         let c = c_per_yield(&program, true);
         let plain = c_per_yield(&program, false);
-        println!("dst C threads (OS threads, baton)  {c:>9.1}   {:.1}x the Rust continuation", c / dst);
+        println!(
+            "dst C threads (OS threads, baton)  {c:>9.1}   {:.1}x the Rust continuation",
+            c / dst
+        );
         println!("C uncontrolled (kernel sched_yield){plain:>9.1}");
         let _ = std::fs::remove_file(program);
     }

@@ -14,7 +14,10 @@ use libafl::events::{
     AwaitRestartSafe, EventFirer, EventReceiver, EventRestarter, HasEventManagerId,
     ProgressReporter, SendExiting,
 };
-use libafl::executors::{ExitKind, inprocess::InProcessExecutor};
+use libafl::executors::ExitKind;
+use libafl::executors::hooks::inprocess::HasTimeout;
+use libafl::executors::hooks::timer::TimerStruct;
+use libafl::executors::inprocess::{HasInProcessHooks, InProcessExecutor};
 use libafl::feedback_or;
 use libafl::feedbacks::MaxMapFeedback;
 use libafl::fuzzer::{Evaluator, Fuzzer, StdFuzzer};
@@ -34,7 +37,7 @@ use crate::feedback::{
     SpansFeedback, Target,
 };
 use crate::mutators::{
-    BufferHavoc, ChangeDecision, FitSteps, SpliceDecisions, ZeroDecisions, has_buffer,
+    BufferHavoc, ChangeDecision, FitSteps, KeepSeed, SpliceDecisions, ZeroDecisions, has_buffer,
 };
 use crate::store::{self, StoreError};
 
@@ -111,11 +114,13 @@ fn client_inner<EM: ClientManager>(
     campaign_file: &Path,
 ) -> Result<Summary, StoreError> {
     let started = Instant::now();
+    crate::mutators::new_campaign();
     let executions_before = campaign.executions;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;
     let known = store::known_findings(&options.findings_dir)?;
     let limit = harness_timeout(&*exec, options.timeout);
+    let in_this_process = exec.timeout().is_none();
     let target = Rc::new(RefCell::new(Target { exec, end: None }));
 
     let ((edges_ptr, edges_len), (decisions_ptr, decisions_len)) = {
@@ -190,6 +195,14 @@ fn client_inner<EM: ClientManager>(
         .event_mgr(mgr)
         .build()
         .map_err(StoreError::libafl)?;
+    if in_this_process {
+        // A target in this process: LibAFL's timer armed once and checked
+        // per run (it fires within one to two limits, as libFuzzer's
+        // alarm does), not two timer_settime calls every run. Executors
+        // that enforce their own limit keep the per-run timer: a periodic
+        // alarm would interrupt their waits and their guests.
+        *executor.inprocess_hooks_mut().timer_mut() = TimerStruct::batch_mode(limit);
+    }
 
     if state.corpus().count() == 0 {
         // Seeds: the saved corpus, the nominal run, and random tails: more
@@ -249,7 +262,9 @@ fn client_inner<EM: ClientManager>(
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
     let cmplog = options.cmplog;
     let mut stages = tuple_list!(
-        StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(havoc_mutations()))),
+        StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
+            havoc_mutations()
+        )))),
         StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(tuple_list!(
             ChangeDecision,
             ZeroDecisions,

@@ -2,6 +2,12 @@
 //! priorities, the highest-priority runnable thread runs, and after each
 //! step fresh priorities for the thread that ran and for the threads whose
 //! pending operation races with its (same object, one of them a write).
+//!
+//! A thread joins above every redrawn priority (`Priorities::add` puts it
+//! past 1,000,000, a redraw is two bytes), so threads that have not run yet
+//! go before those that have: on the nominal input (all priorities zero)
+//! that is a fair turn-taking, which finds SCTBench's account and lazy01
+//! (a checker started first must run last) in the first run.
 
 use super::{Contest, Priorities, Site, Strategy, priority_decision};
 
