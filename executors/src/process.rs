@@ -4,7 +4,8 @@
 //!
 //! The program is started once as a fork server (`dst::forkserver`: before
 //! `main`, or at `setup_complete` with `DST_DEFER=1`) that forks a child per
-//! run, or resumes a persistent child (`dst_run`). A program that does not
+//! run, or hands the next run to a persistent child (`dst_run`) through the
+//! region's `go`/`done` futex words, without the server. A program that does not
 //! answer as a fork server (it does not link the SDK) is started once per
 //! input instead.
 //!
@@ -25,11 +26,13 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use dst::catalog::SiteInfo;
 use dst::forkserver::{CMD_RUN, DEFER_ENV, FORKSERVER_ENV, HELLO};
-use dst::region::{Header, Layout, Region, RegionRef};
+use dst::futex;
+use dst::region::{DONE_EXITED, Header, Layout, Region, RegionRef};
 use dst::shm::{EXIT_BAD_REGION, REGION_ENV};
 use dst_kernel::{Coverage, End, Executor, Map, Outcome, StandIn};
 
@@ -132,6 +135,8 @@ struct Server {
     ctl: File,
     /// Read end of the status pipe.
     status: File,
+    /// The persistent child waiting for the next run, if any.
+    persistent: Option<libc::pid_t>,
 }
 
 impl Drop for Server {
@@ -145,8 +150,8 @@ impl Drop for Server {
 /// How one run ended.
 enum Ended {
     Status(ExitStatus),
-    /// The persistent child stopped after its run.
-    Stopped,
+    /// The persistent child finished its run and waits for the next.
+    Waiting,
     TimedOut,
     /// The fork server itself failed (message).
     ServerFailed(String),
@@ -218,6 +223,8 @@ const SERVER_STATUS_FD: i32 = 199;
 
 /// How long a starting fork server may take to answer, at least.
 const SERVER_START: Duration = Duration::from_secs(10);
+/// A wait for a run's end looks at the fork server this often.
+const SLICE: Duration = Duration::from_millis(100);
 
 /// Runs a program over a shared-memory region: through a fork server when
 /// the program starts one, else once per input.
@@ -395,6 +402,7 @@ impl Process {
             process,
             ctl: ctl_write,
             status: status_read,
+            persistent: None,
         };
         match read_word(&mut server.status, self.timeout.max(SERVER_START)) {
             Some(HELLO) => {
@@ -454,52 +462,78 @@ impl Process {
         ended
     }
 
+    /// One run through the fork server: posts the run's number in the
+    /// region's `go` word (waking a persistent child that waits there, or
+    /// asking the server for a fresh child), then waits on its `done` word
+    /// for the child to finish the run (a persistent child then waits for
+    /// the next) or for the server to report it ended (its status is on
+    /// the pipe), at most the run's time limit.
     fn run_served(&mut self) -> Ended {
         let Launch::Server(server) = &mut self.launch else {
             unreachable!("run_served without a server");
         };
-        if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
-            return Ended::ServerFailed("the fork server is gone".into());
-        }
-        // The server answers at once (or its pipe closes): no timeout here,
-        // which saves a poll per run.
-        let mut word = [0u8; 4];
-        let Some(pid) = server
-            .status
-            .read_exact(&mut word)
-            .ok()
-            .map(|()| u32::from_le_bytes(word))
-        else {
-            return Ended::ServerFailed("the fork server did not start a run".into());
-        };
-        let pid = pid as libc::pid_t;
-        let mut timed_out = false;
-        let status = match read_word(&mut server.status, self.timeout) {
-            Some(status) => Some(status),
+        let header = self.segment.region.view().header();
+        let run = header.go.load(Ordering::Relaxed).wrapping_add(1) & !DONE_EXITED;
+        header.done.store(0, Ordering::Relaxed);
+        header.go.store(run, Ordering::Release);
+        let pid = match server.persistent {
+            Some(pid) => {
+                futex::wake(&header.go);
+                pid
+            }
             None => {
-                timed_out = true;
-                // SAFETY: killing the run (its own process group, and the
-                // child itself in case it has not set its group yet).
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                    libc::kill(pid, libc::SIGKILL);
+                if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
+                    return Ended::ServerFailed("the fork server is gone".into());
                 }
-                read_word(&mut server.status, SERVER_START)
+                // The server answers at once (or its pipe closes): no
+                // timeout here, which saves a poll per run.
+                let mut word = [0u8; 4];
+                match server.status.read_exact(&mut word) {
+                    Ok(()) => u32::from_le_bytes(word) as libc::pid_t,
+                    Err(_) => {
+                        return Ended::ServerFailed("the fork server did not start a run".into());
+                    }
+                }
             }
         };
-        let Some(status) = status else {
+        server.persistent = None;
+        let deadline = Instant::now() + self.timeout;
+        let timed_out = loop {
+            let done = header.done.load(Ordering::Acquire);
+            if done == run {
+                server.persistent = Some(pid);
+                return Ended::Waiting;
+            }
+            if done == DONE_EXITED | run {
+                break false;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break true;
+            }
+            // In slices, so that a server that died is noticed.
+            futex::wait(&header.done, done, Some(left.min(SLICE)));
+            if matches!(server.process.try_wait(), Ok(Some(_))) {
+                return Ended::ServerFailed("the fork server died".into());
+            }
+        };
+        if timed_out {
+            // SAFETY: killing the run (its own process group, and the child
+            // itself in case it has not set its group yet).
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        let Some(status) = read_word(&mut server.status, SERVER_START) else {
             return Ended::ServerFailed("the fork server stopped answering".into());
         };
-        let status = status as i32;
-        if libc::WIFSTOPPED(status) && !timed_out {
-            return Ended::Stopped;
-        }
         // SAFETY: whatever the run left in its group is killed.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
         if timed_out {
             Ended::TimedOut
         } else {
-            Ended::Status(ExitStatus::from_raw(status))
+            Ended::Status(ExitStatus::from_raw(status as i32))
         }
     }
 
@@ -547,7 +581,7 @@ impl Process {
         };
         let overwritten = self.segment.restore();
         let (crash, timed_out) = match ended {
-            Ended::Stopped => (None, false),
+            Ended::Waiting => (None, false),
             Ended::TimedOut => (None, true),
             Ended::SpawnFailed(message) => (
                 Some(Outcome::Crash {

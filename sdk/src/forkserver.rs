@@ -13,20 +13,27 @@
 //!
 //! Protocol (each word a little-endian `u32`): the server writes [`HELLO`]
 //! and the bytes of the coverage map its edges use (0: all of it); then for
-//! each [`CMD_RUN`] it reads, it forks (or resumes a persistent
-//! child), writes the child's pid, waits for it and writes its raw wait
+//! each [`CMD_RUN`] it reads, it forks, writes the child's pid, waits for
+//! the child to end, marks the region's [`Header::done`](crate::region::Header)
+//! word [`DONE_EXITED`] with the run's number and wakes it (the executor
+//! waits on that word, not on the pipe), then writes the child's raw wait
 //! status. Each child leads its own process group, so the executor can kill
 //! whatever the run left behind. The server exits when the command pipe
 //! closes.
 //!
 //! Persistent mode, [`run`] (C: `dst_run`): the child runs the body once per
-//! input and stops itself (`SIGSTOP`) after each; the server reports a
-//! stopped child as a finished run and resumes it for the next input. The
-//! body must leave no state behind that changes the next run.
+//! input; after each it sets `done` to the run's number (`go`) and waits on
+//! `go` (a futex in the shared region) until the executor posts the next
+//! run, with no stop, no continue and no server in between. The server
+//! stays in its wait for the child until the child ends (after
+//! [`PERSISTENT_RUNS`], or a crash, or the executor's kill). The body must
+//! leave no state behind that changes the next run.
 
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::region::DONE_EXITED;
 
 /// Names the two descriptors: `CTL,STATUS`.
 pub const FORKSERVER_ENV: &str = "DST_FORKSERVER";
@@ -127,7 +134,7 @@ fn serve() {
     // which documents it); libc's unsetenv neither allocates nor takes
     // Rust's environment lock.
     unsafe { libc::unsetenv(FORKSERVER_ENV_C.as_ptr()) };
-    let mut persistent: Option<libc::pid_t> = None;
+    let header = crate::runtime::shared_header().expect("attached above");
     loop {
         let mut word = [0u8; 4];
         if ctl.read_exact(&mut word).is_err() || u32::from_le_bytes(word) != CMD_RUN {
@@ -136,45 +143,44 @@ fn serve() {
             // or destructors, which belong to the children.
             unsafe { libc::_exit(0) };
         }
-        let pid = match persistent.take() {
-            // SAFETY: resuming our own stopped child.
-            Some(pid) if unsafe { libc::kill(pid, libc::SIGCONT) } == 0 => pid,
-            _ => {
-                // SAFETY: fork in a single-threaded process (before main, or
-                // at setup_complete, which documents it); the child only
-                // closes descriptors and edits its environment before
-                // returning to the program.
-                let pid = unsafe { libc::fork() };
-                if pid == 0 {
-                    // SAFETY: calls about this process alone.
-                    unsafe {
-                        libc::setpgid(0, 0);
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    }
-                    drop(ctl);
-                    drop(status);
-                    IN_CHILD.store(true, Ordering::Relaxed);
-                    return;
-                }
-                if pid < 0 {
-                    // SAFETY: as above.
-                    unsafe { libc::_exit(1) };
-                }
-                // SAFETY: also done by the child; whichever comes first.
-                unsafe { libc::setpgid(pid, pid) };
-                pid
+        // SAFETY: fork in a single-threaded process (before main, or at
+        // setup_complete, which documents it); the child only closes
+        // descriptors and edits its environment before returning to the
+        // program.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: calls about this process alone.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             }
-        };
+            drop(ctl);
+            drop(status);
+            IN_CHILD.store(true, Ordering::Relaxed);
+            return;
+        }
+        if pid < 0 {
+            // SAFETY: as above.
+            unsafe { libc::_exit(1) };
+        }
+        // SAFETY: also done by the child; whichever comes first.
+        unsafe { libc::setpgid(pid, pid) };
         if status.write_all(&(pid as u32).to_le_bytes()).is_err() {
             // SAFETY: as above.
             unsafe { libc::_exit(0) };
         }
         let mut wait_status = 0;
-        // SAFETY: waiting for our own child.
-        let waited = unsafe { libc::waitpid(pid, &mut wait_status, libc::WUNTRACED) };
-        if waited == pid && libc::WIFSTOPPED(wait_status) {
-            persistent = Some(pid);
-        }
+        // SAFETY: waiting for our own child, until it ends (a persistent
+        // one runs many inputs first).
+        while unsafe { libc::waitpid(pid, &mut wait_status, 0) } < 0
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+        // Say so where the executor waits, then give the status: once the
+        // executor has read it, nothing here touches the region again (it
+        // may already post the next run).
+        let run = header.go.load(Ordering::Acquire);
+        header.done.store(DONE_EXITED | run, Ordering::Release);
+        crate::futex::wake(&header.done);
         if status
             .write_all(&(wait_status as u32).to_le_bytes())
             .is_err()
@@ -194,12 +200,21 @@ pub fn run(mut body: impl FnMut()) {
         body();
         return;
     }
+    let Some(header) = crate::runtime::shared_header() else {
+        body();
+        return;
+    };
     for i in 0..PERSISTENT_RUNS {
         body();
         if i + 1 < PERSISTENT_RUNS {
-            // SAFETY: stopping ourselves; the server resumes us with the
-            // next input in the region.
-            unsafe { libc::raise(libc::SIGSTOP) };
+            // Done with run `go`; the executor resets the region, then
+            // posts the next number.
+            let run = header.go.load(Ordering::Acquire);
+            header.done.store(run, Ordering::Release);
+            crate::futex::wake(&header.done);
+            while header.go.load(Ordering::Acquire) == run {
+                crate::futex::wait(&header.go, run, None);
+            }
         }
     }
 }

@@ -71,6 +71,8 @@ pub mod forkserver;
 #[cfg(not(unix))]
 #[path = "forkserver_none.rs"]
 pub mod forkserver;
+#[cfg(target_os = "linux")]
+pub mod futex;
 pub mod hash;
 pub mod libfuzzer;
 pub mod lifecycle;

@@ -124,7 +124,17 @@ pub struct Header {
     /// The stack pointer when the crash handler's signal came (a fault just
     /// below it is a stack overflow).
     pub crash_sp: AtomicU64,
+    /// Persistent mode's hand-over (futex words, kept across runs; see
+    /// `forkserver.rs`): the executor posts run `n` in `go`, a persistent
+    /// child sets `done` to `n` when it finished it; the fork server sets
+    /// [`DONE_EXITED`] in `done` when the child is gone (its wait status is
+    /// on the server's pipe).
+    pub go: AtomicU32,
+    pub done: AtomicU32,
 }
+
+/// In [`Header::done`]: the run's process ended (exited, crashed, killed).
+pub const DONE_EXITED: u32 = 1 << 31;
 
 /// Bytes at the start of the coverage map that decision coverage uses.
 pub const DECISION_WINDOW: u64 = 4096;
@@ -302,6 +312,8 @@ impl Layout {
             crash_frames: [const { AtomicU64::new(0) }; CRASH_FRAMES],
             contested: AtomicU64::new(0),
             crash_sp: AtomicU64::new(0),
+            go: AtomicU32::new(0),
+            done: AtomicU32::new(0),
         }
     }
 

@@ -201,6 +201,17 @@ pub(crate) fn attach_shared() -> bool {
     local().is_none() && !REGION.load(Ordering::Acquire).is_null()
 }
 
+/// The header of the attached shared segment (a process executor's), if
+/// one is attached.
+pub(crate) fn shared_header() -> Option<&'static crate::region::Header> {
+    if local().is_some() {
+        return None;
+    }
+    let region = REGION.load(Ordering::Acquire);
+    // SAFETY: REGION holds null or a leaked, never freed `Region`.
+    (!region.is_null()).then(|| unsafe { &*region }.view().header())
+}
+
 /// Sets `STATUS_*` bits of the current run.
 pub(crate) fn set_status(bits: u64) {
     region().header().status.fetch_or(bits, Ordering::Relaxed);
