@@ -463,11 +463,12 @@ impl Process {
     }
 
     /// One run through the fork server: posts the run's number in the
-    /// region's `go` word (waking a persistent child that waits there, or
-    /// asking the server for a fresh child), then waits on its `done` word
-    /// for the child to finish the run (a persistent child then waits for
-    /// the next) or for the server to report it ended (its status is on
-    /// the pipe), at most the run's time limit.
+    /// region's `go` word, then wakes a persistent child that waits there
+    /// or asks the server for a fresh child, then waits on the region's
+    /// `done` word for the child to finish the run (a persistent child then
+    /// waits for the next) or for the server to report that it ended (its
+    /// wait status is in the header), at most the run's time limit. No
+    /// pipe is read per run.
     fn run_served(&mut self) -> Ended {
         let Launch::Server(server) = &mut self.launch else {
             unreachable!("run_served without a server");
@@ -476,64 +477,63 @@ impl Process {
         let run = header.go.load(Ordering::Relaxed).wrapping_add(1) & !DONE_EXITED;
         header.done.store(0, Ordering::Relaxed);
         header.go.store(run, Ordering::Release);
-        let pid = match server.persistent {
-            Some(pid) => {
-                futex::wake(&header.go);
-                pid
-            }
+        match server.persistent.take() {
+            Some(_) => futex::wake(&header.go),
             None => {
+                header.pid.store(0, Ordering::Relaxed);
                 if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
                     return Ended::ServerFailed("the fork server is gone".into());
                 }
-                // The server answers at once (or its pipe closes): no
-                // timeout here, which saves a poll per run.
-                let mut word = [0u8; 4];
-                match server.status.read_exact(&mut word) {
-                    Ok(()) => u32::from_le_bytes(word) as libc::pid_t,
-                    Err(_) => {
-                        return Ended::ServerFailed("the fork server did not start a run".into());
-                    }
-                }
             }
-        };
-        server.persistent = None;
+        }
         let deadline = Instant::now() + self.timeout;
-        let timed_out = loop {
+        let mut timed_out = false;
+        let mut killed_at = None;
+        loop {
             let done = header.done.load(Ordering::Acquire);
             if done == run {
-                server.persistent = Some(pid);
+                server.persistent = Some(header.pid.load(Ordering::Relaxed) as libc::pid_t);
                 return Ended::Waiting;
             }
             if done == DONE_EXITED | run {
-                break false;
+                break;
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break true;
+            let now = Instant::now();
+            if !timed_out && now >= deadline {
+                timed_out = true;
+                killed_at = Some(now);
+                let pid = header.pid.load(Ordering::Acquire) as libc::pid_t;
+                if pid > 0 {
+                    // SAFETY: killing the run (its own process group, and the
+                    // child itself in case it has not set its group yet).
+                    unsafe {
+                        libc::kill(-pid, libc::SIGKILL);
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                }
             }
+            if killed_at.is_some_and(|t| now.duration_since(t) >= SERVER_START) {
+                return Ended::ServerFailed("the fork server stopped answering".into());
+            }
+            let left = if timed_out {
+                SLICE
+            } else {
+                deadline.saturating_duration_since(now).min(SLICE)
+            };
             // In slices, so that a server that died is noticed.
-            futex::wait(&header.done, done, Some(left.min(SLICE)));
+            futex::wait(&header.done, done, Some(left));
             if matches!(server.process.try_wait(), Ok(Some(_))) {
                 return Ended::ServerFailed("the fork server died".into());
             }
-        };
-        if timed_out {
-            // SAFETY: killing the run (its own process group, and the child
-            // itself in case it has not set its group yet).
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                libc::kill(pid, libc::SIGKILL);
-            }
         }
-        let Some(status) = read_word(&mut server.status, SERVER_START) else {
-            return Ended::ServerFailed("the fork server stopped answering".into());
-        };
+        let pid = header.pid.load(Ordering::Relaxed) as libc::pid_t;
+        let status = header.wait_status.load(Ordering::Relaxed) as i32;
         // SAFETY: whatever the run left in its group is killed.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
         if timed_out {
             Ended::TimedOut
         } else {
-            Ended::Status(ExitStatus::from_raw(status as i32))
+            Ended::Status(ExitStatus::from_raw(status))
         }
     }
 

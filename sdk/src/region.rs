@@ -131,6 +131,10 @@ pub struct Header {
     /// on the server's pipe).
     pub go: AtomicU32,
     pub done: AtomicU32,
+    /// The fork server's last child and the raw wait status it ended with
+    /// (valid once `done` has [`DONE_EXITED`]).
+    pub pid: AtomicU32,
+    pub wait_status: AtomicU32,
 }
 
 /// In [`Header::done`]: the run's process ended (exited, crashed, killed).
@@ -314,6 +318,8 @@ impl Layout {
             crash_sp: AtomicU64::new(0),
             go: AtomicU32::new(0),
             done: AtomicU32::new(0),
+            pid: AtomicU32::new(0),
+            wait_status: AtomicU32::new(0),
         }
     }
 
