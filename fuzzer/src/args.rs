@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::explore::{DEFAULT_SHRINK_BUDGET, DEFAULT_TIMEOUT_MS, Options};
+use crate::explore::{DEFAULT_SHRINK_BUDGET, DEFAULT_TIMEOUT_MS, Net, Options};
 
 /// Parses a command line (`args`, the program's name first); when it is
 /// wrong, or asks for help, prints what clap says and returns the exit
@@ -65,6 +65,25 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
 
+/// `--listen`: a port (on loopback) or an address and port.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not PORT or ADDR:PORT (e.g. 7000, 0.0.0.0:7000)"))
+}
+
+/// `--join`: a host name or address, a colon, a port.
+pub fn parse_join(text: &str) -> Result<String, String> {
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+            Ok(text.to_string())
+        }
+        _ => Err(format!("{text:?} is not HOST:PORT (e.g. 10.0.0.5:7000)")),
+    }
+}
+
 /// A duration as [`parse_duration`] reads it back, exactly.
 fn duration_arg(duration: Duration) -> String {
     format!("{}ns", duration.as_nanos())
@@ -99,6 +118,17 @@ pub struct CampaignArgs {
     /// one per core).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// Let other machines join this campaign (`--join HOST:PORT` on them):
+    /// PORT listens on loopback only, ADDR:PORT on that address (a trusted
+    /// network or an SSH tunnel: LLMP has no authentication). Port 0 picks
+    /// a free one and prints it.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = parse_listen, conflicts_with = "join")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Join the campaign of the node listening at HOST:PORT: new inputs and
+    /// findings travel both ways; if it cannot be reached, explore alone and
+    /// retry every 5 seconds.
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_join)]
+    pub join: Option<String>,
     /// End with one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -138,6 +168,11 @@ impl CampaignArgs {
             stop_on_finding: self.stop_on_finding,
             dict: self.dict.clone(),
             cmplog: !self.no_cmplog,
+            net: match (self.listen, &self.join) {
+                (Some(addr), _) => Some(Net::Listen(addr)),
+                (None, Some(peer)) => Some(Net::Join(peer.clone())),
+                (None, None) => None,
+            },
             ..Options::new(name, std::path::Path::new("."))
         }
     }
@@ -170,6 +205,12 @@ impl CampaignArgs {
             if on {
                 args.push(flag.into());
             }
+        }
+        if let Some(addr) = self.listen {
+            args.extend(["--listen".into(), addr.to_string()]);
+        }
+        if let Some(peer) = &self.join {
+            args.extend(["--join".into(), peer.clone()]);
         }
         let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
         if let Some(dict) = &self.dict {
@@ -287,6 +328,9 @@ mod tests {
                 "5",
             ][..],
             &["--stop-on-finding", "--json", "--jobs", "2", "--time", "2h"][..],
+            &["--listen", "7000"][..],
+            &["--listen", "0.0.0.0:7001", "--jobs", "2"][..],
+            &["--join", "node-a.example:7000"][..],
         ] {
             let first: Campaign = parse(flags);
             let again: Campaign = reparse(first.args.to_args());
@@ -305,6 +349,31 @@ mod tests {
         assert_eq!(first.args, reparse::<Replay>(first.args.to_args()).args);
         let first: Minimize = parse(&["--out", "x.min", "--budget", "9", "--timeout-ms", "3"]);
         assert_eq!(first.args, reparse::<Minimize>(first.args.to_args()).args);
+    }
+
+    #[test]
+    fn network_flags() {
+        let parsed: Campaign = parse(&["--listen", "7000"]);
+        assert_eq!(parsed.args.listen, Some("127.0.0.1:7000".parse().unwrap()));
+        let options = parsed
+            .args
+            .options("t", "c".into(), "f".into(), "k.json".into());
+        assert_eq!(
+            options.net,
+            Some(Net::Listen("127.0.0.1:7000".parse().unwrap()))
+        );
+        let parsed: Campaign = parse(&["--join", "[::1]:7000"]);
+        assert_eq!(parsed.args.join.as_deref(), Some("[::1]:7000"));
+        for wrong in [
+            &["--listen", "7000", "--join", "h:1"][..],
+            &["--listen", "host"][..],
+            &["--join", "host"][..],
+            &["--join", ":7000"][..],
+            &["--join", "host:0"][..],
+        ] {
+            let args = std::iter::once("prog").chain(wrong.iter().copied());
+            assert!(Campaign::try_parse_from(args).is_err(), "{wrong:?}");
+        }
     }
 
     #[test]

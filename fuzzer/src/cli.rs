@@ -243,7 +243,7 @@ pub fn campaign<E: Executor + 'static>(
         eprintln!("dst-fuzz: no --runs or --time given: exploring until interrupted");
     }
     let name = &options.name;
-    let summary = if jobs > 1 {
+    let summary = if jobs > 1 || options.net.is_some() {
         explore_parallel(make, catalog, options, jobs)?
     } else {
         explore(make, catalog, options)?

@@ -17,7 +17,9 @@
 //!   holds the observers, feedbacks and objective that read the region;
 //!   `mutators` edits whole decisions.
 //! - [`ci`] is a CI job over any executor (replay what is stored, then
-//!   explore; SARIF and JUnit out).
+//!   explore; SARIF and JUnit out). A campaign spans machines through the
+//!   explorer's brokers (`--listen`, `--join`); [`merge`] joins the parts
+//!   each machine kept.
 //! - [`store`] keeps corpus, campaign and findings on disk with atomic
 //!   writes; [`stats`] the campaign over time (also as AFL's `plot_data`
 //!   and `fuzzer_stats`); [`report`] prints the property table and builds
@@ -34,6 +36,7 @@ pub mod exit;
 pub mod explore;
 pub(crate) mod feedback;
 pub mod html;
+pub mod merge;
 pub(crate) mod monitor;
 pub(crate) mod mutators;
 pub mod report;

@@ -39,6 +39,12 @@ impl StoreError {
         StoreError::Libafl(err.to_string())
     }
 
+    /// Whether this is LibAFL's "shutting down" (the broker ended the
+    /// campaign), not a failure.
+    pub(crate) fn is_shutdown(&self) -> bool {
+        matches!(self, StoreError::Libafl(m) if *m == libafl::Error::shutting_down().to_string())
+    }
+
     /// The process exit status for this error.
     pub fn exit_code(&self) -> i32 {
         match self {

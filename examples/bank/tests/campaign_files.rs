@@ -89,6 +89,35 @@ fn two_jobs_share_one_campaign() {
 }
 
 #[test]
+fn stop_on_finding_stops_every_client() {
+    let dir = temp("stop");
+    // Each client may run 2,000,000 executions; the first finding (about
+    // a thousand in) must end the whole campaign, not only its client.
+    let output = bank(
+        &[
+            "fuzz",
+            "--jobs",
+            "2",
+            "--runs",
+            "2000000",
+            "--stop-on-finding",
+            "--json",
+            "--quiet",
+        ],
+        &dir,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr: {stderr}"));
+    assert_eq!(output.status.code(), Some(1), "{summary}");
+    let executions = summary["executions"].as_u64().unwrap();
+    assert!(
+        executions < 2_000_000,
+        "{executions} executions: a client ran on"
+    );
+}
+
+#[test]
 fn a_killed_campaign_resumes() {
     let dir = temp("kill");
     let mut child = Command::new(BANK)

@@ -297,6 +297,17 @@ pub enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Join the parts of a campaign run on several machines (`run --listen`
+    /// on one, `--join` on the others) into this one: `merge NAME --from
+    /// DIR...`, each DIR another machine's fuzz folder (copied here):
+    /// corpora united, new findings copied, campaign counts added (each
+    /// part once).
+    Merge {
+        name: String,
+        /// Another machine's fuzz folder (again for more).
+        #[arg(long, required = true, value_name = "DIR")]
+        from: Vec<PathBuf>,
+    },
     /// Print every assertion and fault site of a target, or of any binary
     /// linking libdst (when NAME is a path to a file: read from its
     /// dst_catalog section, without running it).
@@ -328,6 +339,27 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
         Cmd::Build { name } => fuzz.build(&name).map(|_| exit::OK),
+        Cmd::Merge { name, from } => {
+            let part = |fuzz: &FuzzCrate| crate::merge::Part {
+                corpus: fuzz.corpus(&name),
+                findings: fuzz.findings(&name),
+                campaign: fuzz.campaign(&name),
+            };
+            let parts: Vec<_> = from
+                .into_iter()
+                .map(|dir| part(&FuzzCrate { dir }))
+                .collect();
+            let merged = crate::merge::merge(&part(&fuzz), &parts).map_err(store_failure)?;
+            eprintln!(
+                "dst-fuzz: merged {} part(s) into {name}: {} corpus entries and {} findings added, {} campaign(s) counted ({} merged before)",
+                parts.len(),
+                merged.corpus_added,
+                merged.findings_added,
+                merged.campaigns_merged,
+                merged.campaigns_skipped
+            );
+            Ok(exit::OK)
+        }
         Cmd::Run { name, args, level } => {
             let Levels {
                 cmd,

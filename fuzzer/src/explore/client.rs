@@ -20,16 +20,17 @@ use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::inprocess::{HasInProcessHooks, InProcessExecutor};
 use libafl::feedback_or;
 use libafl::feedbacks::MaxMapFeedback;
-use libafl::fuzzer::{Evaluator, Fuzzer, StdFuzzer};
+use libafl::fuzzer::{Evaluator, Fuzzer, HasObjective, StdFuzzer};
 use libafl::inputs::BytesInput;
 use libafl::mutators::{HavocScheduledMutator, Tokens, havoc_mutations, tokens_mutations};
 use libafl::observers::{HitcountsMapObserver, StdMapObserver};
-use libafl::schedulers::QueueScheduler;
-use libafl::stages::{IfStage, StdMutationalStage};
+use libafl::schedulers::{QueueScheduler, StdWeightedScheduler};
+use libafl::stages::{CalibrationStage, IfStage, StdMutationalStage};
 use libafl::state::{HasCorpus, HasExecutions, HasMaxSize, StdState};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{Merge, tuple_list};
 
+use super::schedule::Sched;
 use super::stages::{FindingStage, Progress, SaveStage};
 use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, Summary};
 use crate::feedback::{
@@ -143,9 +144,11 @@ fn client_inner<EM: ClientManager>(
     });
     let properties = PropertyObserver::new(target.clone());
 
+    let decision_feedback = MaxMapFeedback::new(&decisions);
+    let calibration = CalibrationStage::ignore_stability(&decision_feedback);
     let mut feedback = feedback_or!(
         MaxMapFeedback::new(&edges),
-        MaxMapFeedback::new(&decisions),
+        decision_feedback,
         PropertyFeedback::new(&properties, campaign),
         SpansFeedback::new(&properties)
     );
@@ -171,7 +174,16 @@ fn client_inner<EM: ClientManager>(
             state
         }
     };
-    let mut fuzzer = StdFuzzer::new(QueueScheduler::new(), feedback, objective);
+    let weighted = super::schedule::weighted();
+    let scheduler = match weighted {
+        None => Sched::Queue(QueueScheduler::new()),
+        Some(power) => Sched::Weighted(StdWeightedScheduler::with_schedule(
+            &mut state, &decisions, power,
+        )),
+    };
+    let mut fuzzer = StdFuzzer::new(scheduler, feedback, objective);
+    // Across machines, findings travel with their inputs (`net`).
+    fuzzer.set_share_objectives(options.net.is_some());
 
     let harness_target = target.clone();
     let mut harness = move |input: &BytesInput| {
@@ -261,7 +273,14 @@ fn client_inner<EM: ClientManager>(
 
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
     let cmplog = options.cmplog;
+    let calibrate = weighted.is_some();
     let mut stages = tuple_list!(
+        // The weighted scheduler's measurements of a new entry (only with
+        // DST_SCHEDULER).
+        IfStage::new(
+            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(calibrate),
+            tuple_list!(calibration),
+        ),
         StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
             havoc_mutations()
         )))),

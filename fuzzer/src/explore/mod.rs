@@ -16,11 +16,15 @@
 //! - `restart`: the client's process: its exit status for the restarter,
 //!   its parent, its core.
 //! - `parallel`: the launcher, the broker and merging campaign parts.
+//! - `net`: what the broker adds to LLMP to link nodes on several machines
+//!   (`--listen`, `--join`).
 
 mod client;
 mod cmplog;
+mod net;
 mod parallel;
 mod restart;
+mod schedule;
 mod stages;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +38,7 @@ use libafl::monitors::NopMonitor;
 
 use crate::store::{self, StoreError};
 use client::client;
+pub use net::Net;
 pub use parallel::explore_parallel;
 pub use restart::report_exit;
 
@@ -75,6 +80,8 @@ pub struct Options {
     /// Input-to-state mutations from the comparisons a target logs
     /// (`dst::cmplog`; targets that log none are not affected).
     pub cmplog: bool,
+    /// Part of a campaign across machines (`--listen`, `--join`).
+    pub net: Option<Net>,
 }
 
 /// The per-run time limit unless one is given (`--timeout-ms`).
@@ -106,6 +113,7 @@ impl Options {
             tokens: Vec::new(),
             dict: None,
             cmplog: true,
+            net: None,
         }
     }
 }

@@ -9,6 +9,7 @@ use dst_kernel::{Campaign, Executor, finding};
 use libafl::inputs::BytesInput;
 
 use super::client::{State, client};
+use super::net::{self, Bridge, Net, Parent, Peers};
 use super::{Options, Summary, restart};
 use crate::store::{self, StoreError};
 
@@ -74,16 +75,22 @@ fn free_port() -> Result<u16, StoreError> {
 /// Runs a campaign with `jobs` clients through LibAFL's launcher: one
 /// broker (this process, which prints the status) and one forked, restarting
 /// client per job, sharing new inputs over LLMP. Each client saves its own
-/// part of the campaign; the parts are merged at the end.
+/// part of the campaign; the parts are merged at the end. With
+/// `options.net`, the broker also links this node to other machines
+/// (`net`).
 pub fn explore_parallel<E: Executor + 'static>(
     make: impl FnOnce() -> Result<E, StoreError>,
     catalog: &[SiteInfo],
     options: &Options,
     jobs: usize,
 ) -> Result<Summary, StoreError> {
-    use libafl::events::{ClientDescription, EventConfig, launcher::Launcher};
+    use libafl::events::{
+        ClientDescription, EventConfig, ManagerKind, ShouldSaveState, launcher::Launcher,
+        setup_restarting_mgr_llmp,
+    };
     use libafl_bolts::core_affinity::{Cores, get_core_ids};
     use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+    use libafl_bolts::tuples::tuple_list;
     use std::sync::{Arc, Mutex};
 
     let started = Instant::now();
@@ -99,28 +106,92 @@ pub fn explore_parallel<E: Executor + 'static>(
             "dst-fuzz: --jobs {jobs} exceeds the {available} cores; running {clients} clients"
         );
     }
-    let cores = Cores::from((0..clients).collect::<Vec<usize>>());
+    // Before any fork: a port that cannot be bound is the command's error.
+    let public = match &options.net {
+        Some(Net::Listen(addr)) => {
+            let listener = std::net::TcpListener::bind(addr)
+                .map_err(|e| StoreError::Libafl(format!("cannot listen on {addr}: {e}")))?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| StoreError::Libafl(format!("cannot listen on {addr}: {e}")))?;
+            eprintln!(
+                "dst-fuzz: listening on {bound}: other machines join with --join HOST:{}",
+                bound.port()
+            );
+            Some(listener)
+        }
+        _ => None,
+    };
+    // Nodes of one campaign must not all search alike.
+    let salt = match options.net {
+        Some(_) => net::node_salt(),
+        None => 0,
+    };
+    let cores = Cores::from(restart::cores_for(clients));
     let totals = Arc::new(Mutex::new(crate::monitor::Totals::default()));
     let monitor = crate::monitor::StatusMonitor::new(options.status, totals.clone());
     let port = free_port()?;
     let main_pid = std::process::id();
     let shmem = StdShMemProvider::new().map_err(StoreError::libafl)?;
+    let restarters = restart::Restarters::new(clients)
+        .map_err(|e| StoreError::Libafl(format!("no shared page for the restarters: {e}")))?;
     let client_options = options.clone();
     let client_catalog = catalog.clone();
     let run_client = move |state: Option<State>, mgr, description: ClientDescription| {
         let mut options = client_options;
         // The broker prints the status of all clients.
         options.status = false;
-        options.seed = options
-            .seed
-            .wrapping_add((description.id() as u64).wrapping_mul(0x9E37_79B9));
+        options.seed =
+            (options.seed ^ salt).wrapping_add((description.id() as u64).wrapping_mul(0x9E37_79B9));
         let part = part_path(&options.campaign_file, description.id());
         let campaign = Campaign::new(client_catalog);
         restart::die_with_parent();
         let exec = make().map_err(|e| libafl::Error::unknown(e.to_string()))?;
-        client(Box::new(exec), &options, state, mgr, campaign, &part)
-            .map(|_| ())
-            .map_err(|e| libafl::Error::unknown(e.to_string()))
+        match client(Box::new(exec), &options, state, mgr, campaign, &part) {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_shutdown() => Err(libafl::Error::shutting_down()),
+            Err(e) => Err(libafl::Error::unknown(e.to_string())),
+        }
+    };
+    let identity = net::campaign_identity(&options.name, &catalog);
+    let mut public = public;
+    let broker_shmem = shmem.clone();
+    let spawn_mgr = |_: &_, description: Option<ClientDescription>, monitor: Option<_>| {
+        match description {
+            Some(description) => {
+                // This is the client's restarter: it goes with the node.
+                restarters.record(description.id());
+                restart::die_with_parent();
+                let takes = net::TakeFindings::new(description.id(), clients);
+                setup_restarting_mgr_llmp(
+                    broker_shmem.clone(),
+                    EventConfig::AlwaysUnique,
+                    None::<crate::monitor::StatusMonitor>,
+                    port,
+                    ManagerKind::Client {
+                        client_description: description,
+                    },
+                    None,
+                    ShouldSaveState::OnRestart,
+                    tuple_list!(takes),
+                )
+            }
+            None => {
+                let monitor = monitor.expect("the launcher hands the broker its monitor");
+                run_broker(
+                    broker_shmem.clone(),
+                    monitor,
+                    port,
+                    clients,
+                    &identity,
+                    options.net.as_ref(),
+                    public.take(),
+                    &restarters,
+                    options.stop_on_finding,
+                )?;
+                Err(libafl::Error::shutting_down())
+            }
+        }
     };
     let result = Launcher::builder()
         .shmem_provider(shmem)
@@ -130,7 +201,7 @@ pub fn explore_parallel<E: Executor + 'static>(
         .cores(&cores)
         .broker_port(port)
         .build()
-        .launch::<BytesInput, State>();
+        .launch_with_manager(spawn_mgr);
     if std::process::id() != main_pid {
         // A client or its restarter: its work is saved; leave quietly.
         let code = match &result {
@@ -160,4 +231,99 @@ pub fn explore_parallel<E: Executor + 'static>(
         findings,
         campaign,
     })
+}
+
+/// The node's broker: LLMP's broker with the [`Bridge`] before LibAFL's
+/// standard hook, heartbeats, the link to a hub or the public listener, and
+/// dst's exit rule: every restarter has exited (with `--stop-on-finding`,
+/// one: a client stopped at a finding, and the node stops with it), or
+/// SIGINT/SIGTERM.
+#[allow(clippy::too_many_arguments)]
+fn run_broker<SP, MT>(
+    shmem: SP,
+    monitor: MT,
+    port: u16,
+    clients: usize,
+    identity: &str,
+    net: Option<&Net>,
+    public: Option<std::net::TcpListener>,
+    restarters: &restart::Restarters,
+    stop_on_finding: bool,
+) -> Result<(), libafl::Error>
+where
+    SP: libafl_bolts::shmem::ShMemProvider,
+    MT: libafl::monitors::Monitor,
+{
+    use libafl::events::StdLlmpEventHook;
+    use libafl_bolts::llmp::{Broker, Listener, LlmpBroker, Tag};
+    use libafl_bolts::tuples::tuple_list;
+    use std::time::Duration;
+
+    /// LLMP's "broker exiting" tag (private in ll_mp 0.16.1, pinned).
+    const EXITING: Tag = Tag(0x13C5171);
+    restart::stop_on_signals();
+    let peers = Peers::new(identity);
+    let bridge = Bridge {
+        peers: peers.clone(),
+    };
+    let mut broker = LlmpBroker::create_attach_to_tcp(
+        shmem,
+        tuple_list!(bridge, StdLlmpEventHook::<BytesInput, MT>::new(monitor)?),
+        port,
+    )?;
+    let beat = net::beat(identity, &net::node_name());
+    // The first message of this broker's history: who it is, for a link
+    // that replays the history from its start.
+    broker.send_buf(net::BEAT, &beat)?;
+    // Local clients register before any link, so that their ids and the
+    // links' stay apart (LibAFL issue #2428).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while broker.num_clients_seen() < 1 + clients && !restart::stopping() {
+        broker.broker_once()?;
+        if Instant::now() > deadline {
+            eprintln!(
+                "dst-fuzz: not every client started within 60s; going on with those that did"
+            );
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if let Some(listener) = public {
+        broker
+            .inner_mut()
+            .launch_listener(Listener::Tcp(listener))?;
+    }
+    let mut parent = match net {
+        Some(Net::Join(peer)) => Some(Parent::new(peer)),
+        _ => None,
+    };
+    let mut last_beat = Instant::now();
+    let mut last_message = Instant::now();
+    let done = || {
+        if stop_on_finding {
+            restarters.any_exited()
+        } else {
+            restarters.all_exited()
+        }
+    };
+    while !restart::stopping() && !broker.is_shutting_down() && !done() {
+        if broker.broker_once()? {
+            last_message = Instant::now();
+        }
+        if last_beat.elapsed() >= Duration::from_secs(1) {
+            last_beat = Instant::now();
+            broker.send_buf(net::BEAT, &beat)?;
+            peers.borrow_mut().report_gone();
+        }
+        if last_message.elapsed() >= Duration::from_secs(30) {
+            last_message = Instant::now();
+            broker.on_timeout()?;
+        }
+        if let Some(parent) = &mut parent {
+            parent.tend(broker.inner_mut(), &peers.borrow());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    broker.send_buf(EXITING, &[])?;
+    Ok(())
 }
