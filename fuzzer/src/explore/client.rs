@@ -23,14 +23,14 @@ use libafl::feedbacks::MaxMapFeedback;
 use libafl::fuzzer::{Evaluator, Fuzzer, HasObjective, StdFuzzer};
 use libafl::inputs::BytesInput;
 use libafl::mutators::{HavocScheduledMutator, Tokens, havoc_mutations, tokens_mutations};
-use libafl::observers::{HitcountsMapObserver, StdMapObserver};
-use libafl::schedulers::{QueueScheduler, StdWeightedScheduler};
-use libafl::stages::{CalibrationStage, IfStage, StdMutationalStage};
+use libafl::observers::{CanTrack, HitcountsMapObserver, StdMapObserver};
+use libafl::schedulers::{IndexesLenTimeMinimizerScheduler, QueueScheduler, StdWeightedScheduler};
+use libafl::stages::{IfStage, StdMutationalStage};
 use libafl::state::{HasCorpus, HasExecutions, HasMaxSize, StdState};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{Merge, tuple_list};
 
-use super::schedule::Sched;
+use super::schedule::{Sched, WeighStage};
 use super::stages::{FindingStage, Progress, SaveStage};
 use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, Summary};
 use crate::feedback::{
@@ -139,13 +139,15 @@ fn client_inner<EM: ClientManager>(
         StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len)
     });
     // SAFETY: as above.
+    // Indices tracked for the minimizer of the weighted scheduler
+    // (`schedule`): recorded for interesting runs only.
     let decisions = HitcountsMapObserver::new(unsafe {
         StdMapObserver::from_mut_ptr("decisions", decisions_ptr, decisions_len)
-    });
+    })
+    .track_indices();
     let properties = PropertyObserver::new(target.clone());
 
     let decision_feedback = MaxMapFeedback::new(&decisions);
-    let calibration = CalibrationStage::ignore_stability(&decision_feedback);
     let mut feedback = feedback_or!(
         MaxMapFeedback::new(&edges),
         decision_feedback,
@@ -177,8 +179,11 @@ fn client_inner<EM: ClientManager>(
     let weighted = super::schedule::weighted();
     let scheduler = match weighted {
         None => Sched::Queue(QueueScheduler::new()),
-        Some(power) => Sched::Weighted(StdWeightedScheduler::with_schedule(
-            &mut state, &decisions, power,
+        // The minimizer keeps each entry's map indices: WeighStage reads
+        // them.
+        Some(power) => Sched::Weighted(IndexesLenTimeMinimizerScheduler::non_metadata_removing(
+            &decisions,
+            StdWeightedScheduler::with_schedule(&mut state, &decisions, power),
         )),
     };
     let mut fuzzer = StdFuzzer::new(scheduler, feedback, objective);
@@ -275,11 +280,11 @@ fn client_inner<EM: ClientManager>(
     let cmplog = options.cmplog;
     let calibrate = weighted.is_some();
     let mut stages = tuple_list!(
-        // The weighted scheduler's measurements of a new entry (only with
-        // DST_SCHEDULER).
+        // What the weighted scheduler knows of a new entry (not for the
+        // queue scheduler).
         IfStage::new(
             move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(calibrate),
-            tuple_list!(calibration),
+            tuple_list!(WeighStage),
         ),
         StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
             havoc_mutations()

@@ -27,7 +27,7 @@ use dst::cmplog::{Entry, KIND_BYTES, KIND_INT, MAX_BYTES};
 use dst::decision::{Kind, SEED_BYTES};
 use libafl::fuzzer::Evaluator;
 use libafl::inputs::BytesInput;
-use libafl::stages::{Restartable, Stage};
+use libafl::stages::Stage;
 use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 use libafl_bolts::Named;
@@ -231,15 +231,7 @@ where
     }
 }
 
-impl Restartable<State> for InputToStateStage {
-    fn should_restart(&mut self, _state: &mut State) -> Result<bool, Error> {
-        Ok(true)
-    }
-
-    fn clear_progress(&mut self, _state: &mut State) -> Result<(), Error> {
-        Ok(())
-    }
-}
+super::stages::always_restartable!(InputToStateStage);
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ use dst_kernel::finding::{self, FindingSummary, Found, Pipeline, Processed, REPL
 use libafl::corpus::Corpus;
 use libafl::events::{Event, EventFirer, EventWithStats, ProgressReporter};
 use libafl::inputs::BytesInput;
-use libafl::stages::{Restartable, Stage};
+use libafl::stages::Stage;
 use libafl::state::{HasCorpus, HasExecutions, HasSolutions};
 use libafl::{Error, HasMetadata};
 
@@ -242,15 +242,30 @@ impl FindingStage {
     }
 }
 
-impl Restartable<State> for FindingStage {
-    fn should_restart(&mut self, _state: &mut State) -> Result<bool, Error> {
-        Ok(true)
-    }
+always_restartable!(FindingStage);
 
-    fn clear_progress(&mut self, _state: &mut State) -> Result<(), Error> {
-        Ok(())
-    }
+/// A stage LibAFL may always run again after a restart: it keeps no
+/// progress of its own.
+macro_rules! always_restartable {
+    ($stage:ty) => {
+        impl libafl::stages::Restartable<$crate::explore::client::State> for $stage {
+            fn should_restart(
+                &mut self,
+                _state: &mut $crate::explore::client::State,
+            ) -> Result<bool, libafl::Error> {
+                Ok(true)
+            }
+
+            fn clear_progress(
+                &mut self,
+                _state: &mut $crate::explore::client::State,
+            ) -> Result<(), libafl::Error> {
+                Ok(())
+            }
+        }
+    };
 }
+pub(super) use always_restartable;
 
 /// Once a second: saves new corpus entries and the campaign, sends the
 /// statistics to the monitor, and prints the status line if asked.
@@ -359,12 +374,4 @@ where
     }
 }
 
-impl Restartable<State> for SaveStage {
-    fn should_restart(&mut self, _state: &mut State) -> Result<bool, Error> {
-        Ok(true)
-    }
-
-    fn clear_progress(&mut self, _state: &mut State) -> Result<(), Error> {
-        Ok(())
-    }
-}
+always_restartable!(SaveStage);
