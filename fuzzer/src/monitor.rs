@@ -3,6 +3,7 @@
 //! second with the aggregate, and keeps the last totals for the summary.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,8 @@ pub struct StatusMonitor {
     print: bool,
     last: Option<Instant>,
     totals: Arc<Mutex<Totals>>,
+    /// Other machines this node hears from (in a campaign across machines).
+    nodes: Option<Arc<AtomicUsize>>,
 }
 
 impl StatusMonitor {
@@ -57,7 +60,14 @@ impl StatusMonitor {
             print,
             last: None,
             totals,
+            nodes: None,
         }
+    }
+
+    /// Also shows how many other nodes `nodes` counts.
+    pub fn with_nodes(mut self, nodes: Arc<AtomicUsize>) -> StatusMonitor {
+        self.nodes = Some(nodes);
+        self
     }
 }
 
@@ -96,8 +106,11 @@ impl Monitor for StatusMonitor {
             return Ok(());
         }
         self.last = Some(Instant::now());
+        let nodes = self.nodes.as_ref().map_or(String::new(), |n| {
+            format!(" nodes {}", n.load(Ordering::Relaxed))
+        });
         eprintln!(
-            "#{} exec/s {:.0} clients {} corpus {} edges {} properties {} passing, {} failing, {} unfound findings {}",
+            "#{} exec/s {:.0} clients {}{nodes} corpus {} edges {} properties {} passing, {} failing, {} unfound findings {}",
             total_execs,
             execs_per_sec,
             client_stats_count,

@@ -283,6 +283,8 @@ fn a_node_waits_for_its_hub_and_the_hub_outlives_it() {
     hub.line("listening on");
     leaf.line("joined the campaign at");
     hub.line("joined the campaign");
+    // The status line counts the other nodes.
+    hub.line(" nodes 1 corpus");
     assert_eq!(leaf.count("cannot reach"), 1);
 
     leaf.kill();

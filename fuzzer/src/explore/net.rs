@@ -184,6 +184,14 @@ impl Peers {
         self.links.get(&link).map(|p| p.last)
     }
 
+    /// Nodes heard from within [`LOST_AFTER`] (for the status line).
+    pub(super) fn live(&self) -> usize {
+        self.links
+            .values()
+            .filter(|p| !p.gone && !p.foreign)
+            .count()
+    }
+
     /// Says (once) which nodes have been silent for [`LOST_AFTER`].
     pub(super) fn report_gone(&mut self) {
         for peer in self.links.values_mut() {

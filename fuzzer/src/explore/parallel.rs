@@ -129,7 +129,11 @@ pub fn explore_parallel<E: Executor + 'static>(
     };
     let cores = Cores::from(restart::cores_for(clients));
     let totals = Arc::new(Mutex::new(crate::monitor::Totals::default()));
-    let monitor = crate::monitor::StatusMonitor::new(options.status, totals.clone());
+    let nodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut monitor = crate::monitor::StatusMonitor::new(options.status, totals.clone());
+    if options.net.is_some() {
+        monitor = monitor.with_nodes(nodes.clone());
+    }
     let port = free_port()?;
     let main_pid = std::process::id();
     let shmem = StdShMemProvider::new().map_err(StoreError::libafl)?;
@@ -188,6 +192,7 @@ pub fn explore_parallel<E: Executor + 'static>(
                     public.take(),
                     &restarters,
                     options.stop_on_finding,
+                    &nodes,
                 )?;
                 Err(libafl::Error::shutting_down())
             }
@@ -249,6 +254,7 @@ fn run_broker<SP, MT>(
     public: Option<std::net::TcpListener>,
     restarters: &restart::Restarters,
     stop_on_finding: bool,
+    nodes: &std::sync::atomic::AtomicUsize,
 ) -> Result<(), libafl::Error>
 where
     SP: libafl_bolts::shmem::ShMemProvider,
@@ -314,6 +320,7 @@ where
             last_beat = Instant::now();
             broker.send_buf(net::BEAT, &beat)?;
             peers.borrow_mut().report_gone();
+            nodes.store(peers.borrow().live(), std::sync::atomic::Ordering::Relaxed);
         }
         if last_message.elapsed() >= Duration::from_secs(30) {
             last_message = Instant::now();
