@@ -18,6 +18,8 @@
 //! - `parallel`: the launcher, the broker and merging campaign parts.
 //! - `net`: what the broker adds to LLMP to link nodes on several machines
 //!   (`--listen`, `--join`).
+//! - `schedule`: the corpus scheduler (LibAFL's queue; its weighted one
+//!   with `DST_SCHEDULER`, for comparisons).
 
 mod client;
 mod cmplog;
