@@ -135,8 +135,8 @@ struct Server {
     ctl: File,
     /// Read end of the status pipe.
     status: File,
-    /// The persistent child waiting for the next run, if any.
-    persistent: Option<libc::pid_t>,
+    /// A persistent child waits for the next run.
+    child_waiting: bool,
 }
 
 impl Drop for Server {
@@ -402,7 +402,7 @@ impl Process {
             process,
             ctl: ctl_write,
             status: status_read,
-            persistent: None,
+            child_waiting: false,
         };
         match read_word(&mut server.status, self.timeout.max(SERVER_START)) {
             Some(HELLO) => {
@@ -477,13 +477,12 @@ impl Process {
         let run = header.go.load(Ordering::Relaxed).wrapping_add(1) & !DONE_EXITED;
         header.done.store(0, Ordering::Relaxed);
         header.go.store(run, Ordering::Release);
-        match server.persistent.take() {
-            Some(_) => futex::wake(&header.go),
-            None => {
-                header.pid.store(0, Ordering::Relaxed);
-                if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
-                    return Ended::ServerFailed("the fork server is gone".into());
-                }
+        if std::mem::take(&mut server.child_waiting) {
+            futex::wake(&header.go);
+        } else {
+            header.pid.store(0, Ordering::Relaxed);
+            if server.ctl.write_all(&CMD_RUN.to_le_bytes()).is_err() {
+                return Ended::ServerFailed("the fork server is gone".into());
             }
         }
         let deadline = Instant::now() + self.timeout;
@@ -492,7 +491,7 @@ impl Process {
         loop {
             let done = header.done.load(Ordering::Acquire);
             if done == run {
-                server.persistent = Some(header.pid.load(Ordering::Relaxed) as libc::pid_t);
+                server.child_waiting = true;
                 return Ended::Waiting;
             }
             if done == DONE_EXITED | run {
@@ -520,9 +519,12 @@ impl Process {
             } else {
                 deadline.saturating_duration_since(now).min(SLICE)
             };
-            // In slices, so that a server that died is noticed.
+            // In slices, so that a server that died is noticed (looked at
+            // only when a slice passed with no news).
             futex::wait(&header.done, done, Some(left));
-            if matches!(server.process.try_wait(), Ok(Some(_))) {
+            if header.done.load(Ordering::Acquire) == done
+                && matches!(server.process.try_wait(), Ok(Some(_)))
+            {
                 return Ended::ServerFailed("the fork server died".into());
             }
         }

@@ -290,7 +290,7 @@ impl Stream {
     fn next_block(&mut self) {
         let seed = self.seed;
         debug_assert_ne!(seed, 0, "a zero seed has no tail");
-        let first = self.tail.is_none() && self.block_pos == TAIL_BLOCK && self.blocks == 0;
+        let first = self.blocks == 0;
         if first {
             let (cached, block) = FIRST_BLOCK.get();
             if cached == seed {

@@ -138,19 +138,18 @@ fn client_inner<EM: ClientManager>(
     let edges = HitcountsMapObserver::new(unsafe {
         StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len)
     });
-    // SAFETY: as above.
     // Indices tracked for the minimizer of the weighted scheduler
     // (`schedule`): recorded for interesting runs only.
+    // SAFETY: as above.
     let decisions = HitcountsMapObserver::new(unsafe {
         StdMapObserver::from_mut_ptr("decisions", decisions_ptr, decisions_len)
     })
     .track_indices();
     let properties = PropertyObserver::new(target.clone());
 
-    let decision_feedback = MaxMapFeedback::new(&decisions);
     let mut feedback = feedback_or!(
         MaxMapFeedback::new(&edges),
-        decision_feedback,
+        MaxMapFeedback::new(&decisions),
         PropertyFeedback::new(&properties, campaign),
         SpansFeedback::new(&properties)
     );

@@ -27,7 +27,6 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::rc::Rc;
@@ -104,7 +103,7 @@ pub(super) fn campaign_identity(name: &str, catalog: &[dst::catalog::SiteInfo]) 
         .chars()
         .map(|c| if c.is_whitespace() { '_' } else { c })
         .collect();
-    format!("{name}-{:016x}", hash_of(&catalog))
+    format!("{name}-{:016x}", dst::hash::fnv64(&catalog))
 }
 
 /// A number that differs between nodes (host, process, time), mixed into
@@ -113,13 +112,7 @@ pub(super) fn node_salt() -> u64 {
     let time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    hash_of(format!("{} {time}", node_name()).as_bytes())
-}
-
-fn hash_of(bytes: &[u8]) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    hasher.finish()
+    dst::hash::fnv64(format!("{} {time}", node_name()).as_bytes())
 }
 
 /// The other nodes this broker has links to, by link id.
@@ -260,7 +253,7 @@ impl<SHM, SP> LlmpHook<SHM, SP> for Bridge {
         if let Some(input) = input {
             let fresh = peers
                 .seen
-                .insert(hash_of(input.as_ref()) ^ u64::from(finding));
+                .insert(dst::hash::fnv64(input.as_ref()) ^ u64::from(finding));
             if remote && !fresh {
                 return Ok(LlmpMsgHookResult::Handled);
             }
