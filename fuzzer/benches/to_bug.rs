@@ -1,5 +1,6 @@
-//! Executions and seconds until each example's bug is found, median over 5
-//! explorer seeds (uninstrumented build: decision and property guidance only).
+//! Executions and seconds until each example's bug is found, median over
+//! explorer seeds 1 to 5 (uninstrumented build: decision and property
+//! guidance only); `DST_SEEDS=N` takes seeds 1 to N.
 //!
 //! `cargo bench -p dst-fuzz --bench to_bug` — see docs/benchmarks.md.
 
@@ -17,7 +18,11 @@ fn to_bug<F: FnMut() + 'static>(name: &str, make: impl Fn() -> F) {
     let mut executions = Vec::new();
     let mut seconds = Vec::new();
     let mut missed = 0;
-    for seed in 1..=5u64 {
+    let seeds: u64 = std::env::var("DST_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    for seed in 1..=seeds {
         let dir =
             std::env::temp_dir().join(format!("dst-to-bug-{name}-{seed}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -39,13 +44,13 @@ fn to_bug<F: FnMut() + 'static>(name: &str, make: impl Fn() -> F) {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if executions.is_empty() {
-        println!("{name:<10} not found by any of 5 seeds");
+        println!("{name:<10} not found by any of {seeds} seeds");
     } else {
         println!(
             "{name:<10} {:>12.0} {:>10.3} {:>8}",
             median(executions),
             median(seconds),
-            format!("{}/5", 5 - missed)
+            format!("{}/{seeds}", seeds - missed)
         );
     }
 }

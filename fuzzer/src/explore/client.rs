@@ -23,19 +23,20 @@ use libafl::feedbacks::MaxMapFeedback;
 use libafl::fuzzer::{Evaluator, Fuzzer, HasObjective, StdFuzzer};
 use libafl::inputs::BytesInput;
 use libafl::mutators::{HavocScheduledMutator, Tokens, havoc_mutations, tokens_mutations};
-use libafl::observers::{CanTrack, HitcountsMapObserver, StdMapObserver};
+use libafl::observers::{CanTrack, StdMapObserver};
 use libafl::schedulers::{IndexesLenTimeMinimizerScheduler, QueueScheduler, StdWeightedScheduler};
 use libafl::stages::{IfStage, StdMutationalStage};
 use libafl::state::{HasCorpus, HasExecutions, HasMaxSize, StdState};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{Merge, tuple_list};
 
+use super::chain::{self, ChainStage};
 use super::schedule::{Sched, WeighStage};
 use super::stages::{FindingStage, Progress, SaveStage};
 use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, Summary};
 use crate::feedback::{
     CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
-    SpansFeedback, Target,
+    SpansFeedback, Target, classify_counts,
 };
 use crate::mutators::{
     BufferHavoc, ChangeDecision, FitSteps, KeepSeed, SpliceDecisions, ZeroDecisions, has_buffer,
@@ -135,16 +136,15 @@ fn client_inner<EM: ClientManager>(
     // SAFETY: the executor's maps stay at their addresses for its whole life
     // (the `Executor` protocol); it lives in `target`, which this function
     // holds until after the observers (owned by `executor`) are dropped.
-    let edges = HitcountsMapObserver::new(unsafe {
-        StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len)
-    });
+    // Plain map observers: the harness buckets the counts itself
+    // (`classify_counts`), cheaper than LibAFL's hit-count observer.
+    let edges = unsafe { StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len) };
     // Indices tracked for the minimizer of the weighted scheduler
     // (`schedule`): recorded for interesting runs only.
     // SAFETY: as above.
-    let decisions = HitcountsMapObserver::new(unsafe {
-        StdMapObserver::from_mut_ptr("decisions", decisions_ptr, decisions_len)
-    })
-    .track_indices();
+    let decisions =
+        unsafe { StdMapObserver::from_mut_ptr("decisions", decisions_ptr, decisions_len) }
+            .track_indices();
     let properties = PropertyObserver::new(target.clone());
 
     let mut feedback = feedback_or!(
@@ -194,6 +194,12 @@ fn client_inner<EM: ClientManager>(
         let mut t = harness_target.borrow_mut();
         t.end = None;
         let end = t.exec.execute(input.as_ref());
+        let maps = t.exec.coverage();
+        for map in [maps.edges, maps.decisions] {
+            // SAFETY: the executor's maps (see above); the run has ended, so
+            // nothing else writes them until the next one.
+            classify_counts(unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), map.len()) });
+        }
         let kind = match end {
             End::Ok => ExitKind::Ok,
             End::Crash(_) => ExitKind::Crash,
@@ -278,6 +284,8 @@ fn client_inner<EM: ClientManager>(
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
     let cmplog = options.cmplog;
     let calibrate = weighted.is_some();
+    // LibAFL's stacked havoc instead of chains, for comparisons.
+    let chained = std::env::var("DST_HAVOC").map_or(true, |v| v != "stacked");
     let mut stages = tuple_list!(
         // What the weighted scheduler knows of a new entry (not for the
         // queue scheduler).
@@ -285,14 +293,30 @@ fn client_inner<EM: ClientManager>(
             move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(calibrate),
             tuple_list!(WeighStage),
         ),
-        StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
-            havoc_mutations()
-        )))),
-        StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(tuple_list!(
-            ChangeDecision,
-            ZeroDecisions,
-            SpliceDecisions
-        )))),
+        IfStage::new(
+            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(!chained),
+            tuple_list!(
+                StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
+                    havoc_mutations()
+                )))),
+                StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(tuple_list!(
+                    ChangeDecision,
+                    ZeroDecisions,
+                    SpliceDecisions
+                )))),
+            ),
+        ),
+        IfStage::new(
+            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(chained),
+            tuple_list!(
+                ChainStage::new(FitSteps::new(KeepSeed::new(chain::step(havoc_mutations())))),
+                ChainStage::new(FitSteps::new(chain::step(tuple_list!(
+                    ChangeDecision,
+                    ZeroDecisions,
+                    SpliceDecisions
+                )))),
+            ),
+        ),
         // Once per corpus entry: a run with comparisons logged (a target
         // that logs none costs that run, and draws no random number).
         IfStage::new(

@@ -6,10 +6,10 @@
 //! ([`explore_parallel`]). The parts:
 //! - `client`: one client's LibAFL fuzzer. Its harness runs the target
 //!   through the kernel's [`Executor`]; observers: the executor's edge and
-//!   decision maps and the property observer (`crate::feedback`);
-//!   feedbacks: new edges, new decision values, property novelty;
-//!   objective: a new failure signature. Stages: havoc, the decision-aware
-//!   mutators, then `stages`.
+//!   decision maps (their counts bucketed by the harness) and the property
+//!   observer (`crate::feedback`); feedbacks: new edges, new decision
+//!   values, property novelty; objective: a new failure signature. Stages:
+//!   chained havoc and the decision-aware mutators (`chain`), then `stages`.
 //! - `stages`: turning new solutions into findings (the kernel's
 //!   [`dst_kernel::finding`] pipeline), and once a second saving the corpus
 //!   and campaign and printing the status line.
@@ -18,9 +18,12 @@
 //! - `parallel`: the launcher, the broker and merging campaign parts.
 //! - `net`: what the broker adds to LLMP to link nodes on several machines
 //!   (`--listen`, `--join`).
+//! - `chain`: chained havoc, the mutational stage (each execution one step
+//!   deeper than the last; `DST_HAVOC=stacked` runs LibAFL's own instead).
 //! - `schedule`: the corpus scheduler (LibAFL's queue; its weighted one
 //!   with `DST_SCHEDULER`, for comparisons).
 
+mod chain;
 mod client;
 mod cmplog;
 mod net;

@@ -247,8 +247,10 @@ always_restartable!(FindingStage);
 /// A stage LibAFL may always run again after a restart: it keeps no
 /// progress of its own.
 macro_rules! always_restartable {
-    ($stage:ty) => {
-        impl libafl::stages::Restartable<$crate::explore::client::State> for $stage {
+    ($stage:ty $(, for <$($generic:ident),*>)?) => {
+        impl$(<$($generic),*>)? libafl::stages::Restartable<$crate::explore::client::State>
+            for $stage
+        {
             fn should_restart(
                 &mut self,
                 _state: &mut $crate::explore::client::State,
