@@ -3,7 +3,7 @@
 //! second with the aggregate, and keeps the last totals for the summary.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,13 +45,24 @@ pub struct Totals {
     pub edges: u64,
 }
 
+/// What a node hears of the other nodes of a campaign across machines,
+/// for its status line: how many are live, and their exec/s together.
+#[derive(Debug, Default)]
+pub struct Nodes {
+    pub live: AtomicUsize,
+    /// Executions per second of the live nodes, summed.
+    pub exec_per_sec: AtomicU64,
+    /// This node's executions so far (for its heartbeats).
+    pub executions: AtomicU64,
+}
+
 /// Prints the aggregate status line at most once per second.
 pub struct StatusMonitor {
     print: bool,
     last: Option<Instant>,
     totals: Arc<Mutex<Totals>>,
     /// Other machines this node hears from (in a campaign across machines).
-    nodes: Option<Arc<AtomicUsize>>,
+    nodes: Option<Arc<Nodes>>,
 }
 
 impl StatusMonitor {
@@ -64,8 +75,9 @@ impl StatusMonitor {
         }
     }
 
-    /// Also shows how many other nodes `nodes` counts.
-    pub fn with_nodes(mut self, nodes: Arc<AtomicUsize>) -> StatusMonitor {
+    /// Also shows the other nodes `nodes` counts, and the exec/s of this
+    /// node and theirs together.
+    pub fn with_nodes(mut self, nodes: Arc<Nodes>) -> StatusMonitor {
         self.nodes = Some(nodes);
         self
     }
@@ -106,8 +118,16 @@ impl Monitor for StatusMonitor {
             return Ok(());
         }
         self.last = Some(Instant::now());
+        if let Some(nodes) = &self.nodes {
+            nodes.executions.fetch_max(total_execs, Ordering::Relaxed);
+        }
         let nodes = self.nodes.as_ref().map_or(String::new(), |n| {
-            format!(" nodes {}", n.load(Ordering::Relaxed))
+            let others = n.exec_per_sec.load(Ordering::Relaxed) as f64;
+            format!(
+                " nodes {} (with them exec/s {:.0})",
+                n.live.load(Ordering::Relaxed),
+                execs_per_sec + others
+            )
         });
         eprintln!(
             "#{} exec/s {:.0} clients {}{nodes} corpus {} edges {} properties {} passing, {} failing, {} unfound findings {}",

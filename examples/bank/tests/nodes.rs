@@ -73,14 +73,19 @@ impl Node {
 
     /// The first stderr line containing `text` (waits for it).
     fn line(&self, text: &str) -> String {
+        self.line_where(&format!("{text:?}"), |l| l.contains(text))
+    }
+
+    /// Waits for a line that `wanted` accepts (`what` says which).
+    fn line_where(&self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
         loop {
-            if let Some(line) = self.lines.lock().unwrap().iter().find(|l| l.contains(text)) {
+            if let Some(line) = self.lines.lock().unwrap().iter().find(|l| wanted(l)) {
                 return line.clone();
             }
             assert!(
                 started.elapsed() < DEADLINE,
-                "no line with {text:?} in:\n{}",
+                "no line with {what} in:\n{}",
                 self.lines.lock().unwrap().join("\n")
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -283,8 +288,11 @@ fn a_node_waits_for_its_hub_and_the_hub_outlives_it() {
     hub.line("listening on");
     leaf.line("joined the campaign at");
     hub.line("joined the campaign");
-    // The status line counts the other nodes.
-    hub.line(" nodes 1 corpus");
+    // The status line counts the other nodes, and adds their exec/s to
+    // its own once their heartbeats have said how far they got.
+    hub.line_where("the nodes' exec/s added", |l| {
+        rates(l).is_some_and(|(own, all)| all > own)
+    });
     assert_eq!(leaf.count("cannot reach"), 1);
 
     leaf.kill();
@@ -293,4 +301,24 @@ fn a_node_waits_for_its_hub_and_the_hub_outlives_it() {
     let (status, summary) = hub.interrupt();
     assert_eq!(status, 0, "{summary}");
     assert!(summary["executions"].as_u64().unwrap() > 0, "{summary}");
+}
+
+/// A status line's own exec/s and its exec/s with the other nodes:
+/// `#... exec/s OWN clients 1 nodes 1 (with them exec/s ALL) corpus ...`.
+fn rates(line: &str) -> Option<(f64, f64)> {
+    let own = line
+        .split("exec/s ")
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
+    let all = line
+        .split(" nodes 1 (with them exec/s ")
+        .nth(1)?
+        .split(')')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((own, all))
 }

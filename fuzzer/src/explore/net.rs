@@ -63,12 +63,12 @@ pub(super) const LOST_AFTER: Duration = Duration::from_secs(15);
 pub(super) const RETRY: Duration = Duration::from_secs(5);
 
 /// What a node announces in its heartbeats: the campaign (target and
-/// catalog) and its own name.
-pub(super) fn beat(campaign: &str, node: &str) -> Vec<u8> {
+/// catalog), its own name and its clients' executions so far.
+pub(super) fn beat(campaign: &str, node: &str, executions: u64) -> Vec<u8> {
     let event = EventWithStats::<BytesInput>::with_current_time(
         Event::Log {
             severity_level: libafl::events::LogSeverity::Info,
-            message: format!("dst-node {campaign} {node}"),
+            message: format!("dst-node {campaign} {node} {executions}"),
             phantom: std::marker::PhantomData,
         },
         0,
@@ -77,14 +77,17 @@ pub(super) fn beat(campaign: &str, node: &str) -> Vec<u8> {
     postcard::to_allocvec(&event).unwrap_or_default()
 }
 
-/// The campaign and node a heartbeat names.
-fn read_beat(bytes: &[u8]) -> Option<(String, String)> {
+/// The campaign, node and executions a heartbeat names (executions 0 from
+/// a node that does not say).
+fn read_beat(bytes: &[u8]) -> Option<(String, String, u64)> {
     let event: EventWithStats<BytesInput> = postcard::from_bytes(bytes).ok()?;
     let Event::Log { message, .. } = event.event() else {
         return None;
     };
-    let mut words = message.strip_prefix("dst-node ")?.splitn(2, ' ');
-    Some((words.next()?.to_string(), words.next()?.to_string()))
+    let mut words = message.strip_prefix("dst-node ")?.split(' ');
+    let (campaign, node) = (words.next()?, words.next()?);
+    let executions = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+    Some((campaign.to_string(), node.to_string(), executions))
 }
 
 /// This node's name in other nodes' messages: host and process.
@@ -128,6 +131,25 @@ struct Peer {
     last: Instant,
     foreign: bool,
     gone: bool,
+    /// Executions its last heartbeat named, and its rate since the one
+    /// before.
+    executions: u64,
+    exec_per_sec: f64,
+}
+
+impl Peer {
+    /// A heartbeat at `now` naming `executions`. Beats that arrive close
+    /// together (a link replaying a node's history) give no rate: the
+    /// rate is over beats sent a second apart.
+    fn heard(&mut self, executions: u64, now: Instant) {
+        let seconds = now.saturating_duration_since(self.last).as_secs_f64();
+        if self.executions > 0 && seconds >= 0.5 {
+            // A node that started again counts from zero: no rate then.
+            self.exec_per_sec = executions.saturating_sub(self.executions) as f64 / seconds;
+        }
+        self.executions = executions;
+        self.last = now;
+    }
 }
 
 impl Peers {
@@ -140,7 +162,7 @@ impl Peers {
     }
 
     fn beat(&mut self, link: ClientId, bytes: &[u8]) {
-        let Some((campaign, name)) = read_beat(bytes) else {
+        let Some((campaign, name, executions)) = read_beat(bytes) else {
             return;
         };
         let ours = campaign == self.campaign;
@@ -157,9 +179,11 @@ impl Peers {
                 last: Instant::now(),
                 foreign: !ours,
                 gone: false,
+                executions: 0,
+                exec_per_sec: 0.0,
             }
         });
-        peer.last = Instant::now();
+        peer.heard(executions, Instant::now());
         if peer.gone && !peer.foreign {
             eprintln!("dst-fuzz: node {} is back", peer.name);
         }
@@ -183,6 +207,15 @@ impl Peers {
             .values()
             .filter(|p| !p.gone && !p.foreign)
             .count()
+    }
+
+    /// The exec/s of the nodes [`Peers::live`] counts, summed.
+    pub(super) fn exec_per_sec(&self) -> f64 {
+        self.links
+            .values()
+            .filter(|p| !p.gone && !p.foreign)
+            .map(|p| p.exec_per_sec)
+            .sum()
     }
 
     /// Says (once) which nodes have been silent for [`LOST_AFTER`].
@@ -404,13 +437,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_beat_names_its_campaign_and_node() {
-        let bytes = beat("bank-1f2e", "host/42");
+    fn a_beat_names_its_campaign_node_and_executions() {
+        let bytes = beat("bank-1f2e", "host/42", 1234);
         assert_eq!(
             read_beat(&bytes),
-            Some(("bank-1f2e".to_string(), "host/42".to_string()))
+            Some(("bank-1f2e".to_string(), "host/42".to_string(), 1234))
         );
         assert_eq!(read_beat(b"\xff\x00junk"), None);
+        // A node that does not say its executions (an earlier version).
+        let older = EventWithStats::<BytesInput>::with_current_time(
+            Event::Log {
+                severity_level: libafl::events::LogSeverity::Info,
+                message: "dst-node bank-1f2e host/7".into(),
+                phantom: std::marker::PhantomData,
+            },
+            0,
+        );
+        let older = postcard::to_allocvec(&older).unwrap();
+        assert_eq!(
+            read_beat(&older),
+            Some(("bank-1f2e".to_string(), "host/7".to_string(), 0))
+        );
+    }
+
+    #[test]
+    fn a_peers_rate_is_the_executions_between_its_last_two_beats() {
+        let start = Instant::now();
+        let mut peer = Peer {
+            name: "host/1".into(),
+            last: start,
+            foreign: false,
+            gone: false,
+            executions: 0,
+            exec_per_sec: 0.0,
+        };
+        peer.heard(5_000, start + Duration::from_millis(500));
+        assert_eq!(peer.exec_per_sec, 0.0, "one beat gives no rate");
+        peer.heard(8_000, start + Duration::from_millis(1500));
+        assert_eq!(peer.exec_per_sec, 3_000.0);
+        peer.heard(9_000, start + Duration::from_millis(3500));
+        assert_eq!(peer.exec_per_sec, 500.0);
+        // A replayed history: beats a moment apart leave the rate alone.
+        peer.heard(90_000, start + Duration::from_millis(3501));
+        assert_eq!(peer.exec_per_sec, 500.0);
+        peer.heard(91_000, start + Duration::from_millis(4501));
+        assert_eq!(peer.exec_per_sec, 1_000.0);
+        // Started again: fewer executions than before, no negative rate.
+        peer.heard(100, start + Duration::from_millis(5501));
+        assert_eq!(peer.exec_per_sec, 0.0);
     }
 
     #[test]

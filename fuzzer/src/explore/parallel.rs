@@ -129,7 +129,7 @@ pub fn explore_parallel<E: Executor + 'static>(
     };
     let cores = Cores::from(restart::cores_for(clients));
     let totals = Arc::new(Mutex::new(crate::monitor::Totals::default()));
-    let nodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let nodes = Arc::new(crate::monitor::Nodes::default());
     let mut monitor = crate::monitor::StatusMonitor::new(options.status, totals.clone());
     if options.net.is_some() {
         monitor = monitor.with_nodes(nodes.clone());
@@ -254,7 +254,7 @@ fn run_broker<SP, MT>(
     public: Option<std::net::TcpListener>,
     restarters: &restart::Restarters,
     stop_on_finding: bool,
-    nodes: &std::sync::atomic::AtomicUsize,
+    nodes: &crate::monitor::Nodes,
 ) -> Result<(), libafl::Error>
 where
     SP: libafl_bolts::shmem::ShMemProvider,
@@ -277,10 +277,14 @@ where
         tuple_list!(bridge, StdLlmpEventHook::<BytesInput, MT>::new(monitor)?),
         port,
     )?;
-    let beat = net::beat(identity, &net::node_name());
+    let name = net::node_name();
+    let beat = || {
+        let executions = nodes.executions.load(std::sync::atomic::Ordering::Relaxed);
+        net::beat(identity, &name, executions)
+    };
     // The first message of this broker's history: who it is, for a link
     // that replays the history from its start.
-    broker.send_buf(net::BEAT, &beat)?;
+    broker.send_buf(net::BEAT, &beat())?;
     // Local clients register before any link, so that their ids and the
     // links' stay apart (LibAFL issue #2428).
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -318,9 +322,16 @@ where
         }
         if last_beat.elapsed() >= Duration::from_secs(1) {
             last_beat = Instant::now();
-            broker.send_buf(net::BEAT, &beat)?;
+            broker.send_buf(net::BEAT, &beat())?;
             peers.borrow_mut().report_gone();
-            nodes.store(peers.borrow().live(), std::sync::atomic::Ordering::Relaxed);
+            let peers = peers.borrow();
+            nodes
+                .live
+                .store(peers.live(), std::sync::atomic::Ordering::Relaxed);
+            let rate = peers.exec_per_sec() as u64;
+            nodes
+                .exec_per_sec
+                .store(rate, std::sync::atomic::Ordering::Relaxed);
         }
         if last_message.elapsed() >= Duration::from_secs(30) {
             last_message = Instant::now();
