@@ -12,6 +12,8 @@ echo "== bare LibAFL and dst in-process (uninstrumented), cargo bench"
 cargo bench -q -p dst-fuzz --bench throughput 2>/dev/null | tee "$work/bench.txt"
 
 echo "== dst through cargo dst-fuzz run (edge-instrumented target)"
+# Each measurement starts from no corpus and no campaign.
+rm -rf fuzz/corpus/throughput fuzz/campaigns/throughput*
 cargo run -q --release -p dst-fuzz -- run throughput --runs "$runs" --json --quiet \
   > "$work/dst.json" 2> "$work/dst.err" || true
 dst=$(python3 -c "import json;print(int(json.load(open('$work/dst.json'))['exec_per_sec']))")
