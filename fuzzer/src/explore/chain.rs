@@ -12,7 +12,7 @@
 //! reached, one execution at a time. Per corpus entry the stage runs as
 //! many executions as `StdMutationalStage` (1 to 128), so the corpus
 //! scheduler sees the same rhythm. Figures in docs/benchmarks.md
-//! ("Chained havoc"). Written here because LibAFL 0.16.1 has no stage that
+//! ("Explorer throughput"). Written here because LibAFL 0.16.1 has no stage that
 //! keeps the mutant between executions.
 
 use std::borrow::Cow;
