@@ -52,8 +52,6 @@ pub struct Nodes {
     pub live: AtomicUsize,
     /// Executions per second of the live nodes, summed.
     pub exec_per_sec: AtomicU64,
-    /// This node's executions so far (for its heartbeats).
-    pub executions: AtomicU64,
 }
 
 /// Prints the aggregate status line at most once per second.
@@ -118,9 +116,6 @@ impl Monitor for StatusMonitor {
             return Ok(());
         }
         self.last = Some(Instant::now());
-        if let Some(nodes) = &self.nodes {
-            nodes.executions.fetch_max(total_execs, Ordering::Relaxed);
-        }
         let nodes = self.nodes.as_ref().map_or(String::new(), |n| {
             let others = n.exec_per_sec.load(Ordering::Relaxed) as f64;
             format!(

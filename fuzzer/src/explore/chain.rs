@@ -78,12 +78,13 @@ where
     ) -> Result<(), Error> {
         let executions = 1 + state.rand_mut().below(MAX_ITERATIONS);
         let parent = state.current_input_cloned()?;
+        let length = |state: &mut State| 1u32 << (1 + state.rand_mut().below(MAX_LENGTH_POW));
         let mut mutant = parent.clone();
-        let mut left = 0u32;
+        let mut left = length(state);
         for _ in 0..executions {
             if left == 0 {
                 mutant.as_mut().clone_from(parent.as_ref());
-                left = 1 << (1 + state.rand_mut().below(MAX_LENGTH_POW));
+                left = length(state);
             }
             left -= 1;
             if self.mutator.mutate(state, &mut mutant)? == MutationResult::Skipped {

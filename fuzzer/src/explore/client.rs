@@ -284,6 +284,7 @@ fn client_inner<EM: ClientManager>(
     let progress = Rc::new(RefCell::new(Progress::new(known, campaign_file, edges_len)));
     let cmplog = options.cmplog;
     let calibrate = weighted.is_some();
+    let decision_mutations = || tuple_list!(ChangeDecision, ZeroDecisions, SpliceDecisions);
     // LibAFL's stacked havoc instead of chains, for comparisons.
     let chained = std::env::var("DST_HAVOC").map_or(true, |v| v != "stacked");
     let mut stages = tuple_list!(
@@ -299,22 +300,16 @@ fn client_inner<EM: ClientManager>(
                 StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
                     havoc_mutations()
                 )))),
-                StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(tuple_list!(
-                    ChangeDecision,
-                    ZeroDecisions,
-                    SpliceDecisions
-                )))),
+                StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(
+                    decision_mutations()
+                ))),
             ),
         ),
         IfStage::new(
             move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(chained),
             tuple_list!(
                 ChainStage::new(FitSteps::new(KeepSeed::new(chain::step(havoc_mutations())))),
-                ChainStage::new(FitSteps::new(chain::step(tuple_list!(
-                    ChangeDecision,
-                    ZeroDecisions,
-                    SpliceDecisions
-                )))),
+                ChainStage::new(FitSteps::new(chain::step(decision_mutations()))),
             ),
         ),
         // Once per corpus entry: a run with comparisons logged (a target

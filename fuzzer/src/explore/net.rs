@@ -201,21 +201,19 @@ impl Peers {
         self.links.get(&link).map(|p| p.last)
     }
 
-    /// Nodes heard from within [`LOST_AFTER`] (for the status line).
-    pub(super) fn live(&self) -> usize {
-        self.links
-            .values()
-            .filter(|p| !p.gone && !p.foreign)
-            .count()
+    /// Nodes of this campaign heard from within [`LOST_AFTER`].
+    fn live_peers(&self) -> impl Iterator<Item = &Peer> {
+        self.links.values().filter(|p| !p.gone && !p.foreign)
     }
 
-    /// The exec/s of the nodes [`Peers::live`] counts, summed.
+    /// How many nodes are live (for the status line).
+    pub(super) fn live(&self) -> usize {
+        self.live_peers().count()
+    }
+
+    /// The exec/s of the live nodes, summed.
     pub(super) fn exec_per_sec(&self) -> f64 {
-        self.links
-            .values()
-            .filter(|p| !p.gone && !p.foreign)
-            .map(|p| p.exec_per_sec)
-            .sum()
+        self.live_peers().map(|p| p.exec_per_sec).sum()
     }
 
     /// Says (once) which nodes have been silent for [`LOST_AFTER`].

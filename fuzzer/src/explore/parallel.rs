@@ -193,6 +193,7 @@ pub fn explore_parallel<E: Executor + 'static>(
                     &restarters,
                     options.stop_on_finding,
                     &nodes,
+                    &totals,
                 )?;
                 Err(libafl::Error::shutting_down())
             }
@@ -255,6 +256,7 @@ fn run_broker<SP, MT>(
     restarters: &restart::Restarters,
     stop_on_finding: bool,
     nodes: &crate::monitor::Nodes,
+    totals: &std::sync::Mutex<crate::monitor::Totals>,
 ) -> Result<(), libafl::Error>
 where
     SP: libafl_bolts::shmem::ShMemProvider,
@@ -279,7 +281,8 @@ where
     )?;
     let name = net::node_name();
     let beat = || {
-        let executions = nodes.executions.load(std::sync::atomic::Ordering::Relaxed);
+        // This node's executions so far, as its status line counts them.
+        let executions = totals.lock().map_or(0, |t| t.executions);
         net::beat(identity, &name, executions)
     };
     // The first message of this broker's history: who it is, for a link
