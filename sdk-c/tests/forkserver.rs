@@ -1,7 +1,8 @@
 //! The fork server inside libdst: forking before main, at
 //! dst_setup_complete under DST_DEFER=1, and persistent mode (dst_run);
 //! every mode gives the same run for the same input, and a crash costs only
-//! the child.
+//! the child. The server's learning run (which code pages runs execute)
+//! changes no run, and leaves the server far less code mapped.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -79,20 +80,80 @@ fn hashes(exec: &mut Process) -> Vec<(u64, bool)> {
         .collect()
 }
 
+/// Pages of executable file mappings resident in the one fork server this
+/// test process has running `program` (its child with that executable).
+fn server_code_pages(program: &Path) -> usize {
+    let me = std::process::id().to_string();
+    let servers: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .nth(1);
+            ppid == Some(me.as_str())
+                && std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .ok()
+                    .as_deref()
+                    == Some(program)
+        })
+        .collect();
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", servers[0])).unwrap();
+    let mut code = false;
+    let mut pages = 0;
+    for line in smaps.lines() {
+        let fields: Vec<_> = line.split_whitespace().collect();
+        if fields
+            .first()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            code =
+                fields.get(1) == Some(&"r-xp") && fields.get(5).is_some_and(|p| p.starts_with('/'));
+        } else if code && fields.first() == Some(&"Rss:") {
+            pages += fields[1].parse::<usize>().unwrap() / 4;
+        }
+    }
+    pages
+}
+
 #[test]
 fn every_fork_server_mode_gives_the_same_runs() {
     let program = build_server();
     let dir = std::env::temp_dir().join(format!("dst-c-server-logs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 
-    // Forking before main: main (and its setup) runs once per run.
+    // Forking before main: main (and its setup) runs once per run, here
+    // without the learning run.
     let log = dir.join("plain");
     let mut plain = executor(&program, &[], &log);
+    plain.set_env("DST_FORKSERVER_LEARN", "0");
     let expected = hashes(&mut plain);
     assert_eq!(plain.launch_mode(), "fork server");
     assert_eq!(lines(&log, "setup"), 20);
     assert!(expected.iter().any(|(_, failed)| *failed), "some runs fail");
     assert!(expected.iter().any(|(_, failed)| !*failed), "some pass");
+    let unlearned = server_code_pages(&program);
+    drop(plain);
+
+    // With the learning run (the default): main runs once more, before
+    // the first run, and no run changes; the server keeps mapped only the
+    // code pages runs execute.
+    let log = dir.join("learned");
+    let mut learned = executor(&program, &[], &log);
+    assert_eq!(hashes(&mut learned), expected);
+    assert_eq!(lines(&log, "setup"), 21);
+    let pages = server_code_pages(&program);
+    assert!(
+        pages > 0 && pages * 2 < unlearned,
+        "code pages mapped in the server: {pages} learned, {unlearned} without"
+    );
+    drop(learned);
 
     // DST_DEFER=1: the server forks at dst_setup_complete; setup runs once.
     let log = dir.join("defer");
@@ -105,7 +166,8 @@ fn every_fork_server_mode_gives_the_same_runs() {
     let log = dir.join("persistent");
     let mut persistent = executor(&program, &["--persistent"], &log);
     assert_eq!(hashes(&mut persistent), expected);
-    assert_eq!(lines(&log, "start"), 1);
+    // The learning run's start, and the one child's.
+    assert_eq!(lines(&log, "start"), 2);
 
     // A crash kills only that run's child; the next run gets a fresh one,
     // and runs the same as before.
@@ -123,7 +185,7 @@ fn every_fork_server_mode_gives_the_same_runs() {
         other => panic!("{other:?}"),
     }
     assert_eq!(hashes(&mut persistent), expected);
-    assert_eq!(lines(&log, "start"), 2);
+    assert_eq!(lines(&log, "start"), 3);
 
     // Without a fork server (one process per run), the same runs again.
     let log = dir.join("spawn");

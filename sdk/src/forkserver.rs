@@ -11,6 +11,10 @@
 //!   must not start threads (only the forking thread lives on in a child)
 //!   and should not take decisions (they see the nominal input).
 //!
+//! Before greeting the executor, the server learns which code pages a run
+//! executes (one run of the program, unseen; `pages`), and keeps exactly
+//! those mapped, so each child inherits them and no more.
+//!
 //! Protocol: the server writes [`HELLO`] and the bytes of the coverage map
 //! its edges use (0: all of it), each a little-endian `u32`, on the status
 //! pipe; then for each [`CMD_RUN`] it reads on the command pipe, it forks,
@@ -30,12 +34,29 @@
 //! [`PERSISTENT_RUNS`], or a crash, or the executor's kill). The body must
 //! leave no state behind that changes the next run.
 
-use std::io::{Read, Write};
-use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::region::DONE_EXITED;
 
+#[cfg(target_arch = "x86_64")]
+mod pages;
+/// Elsewhere nothing is learned: children inherit what the server mapped.
+#[cfg(not(target_arch = "x86_64"))]
+mod pages {
+    pub(super) enum Learning {}
+    impl Learning {
+        pub(super) fn start() -> Option<Learning> {
+            None
+        }
+        pub(super) fn privatize(&self) {}
+        pub(super) fn wait(&self, _: libc::pid_t, _: impl Fn(libc::pid_t, i32) -> bool) {}
+        pub(super) fn finish(self) {}
+    }
+}
+
+/// Set to `0` to turn off learning the code pages runs execute (see the
+/// module doc).
+pub const LEARN_ENV: &str = "DST_FORKSERVER_LEARN";
 /// Names the two descriptors: `CTL,STATUS`.
 pub const FORKSERVER_ENV: &str = "DST_FORKSERVER";
 const FORKSERVER_ENV_C: &std::ffi::CStr = c"DST_FORKSERVER";
@@ -113,23 +134,10 @@ fn serve() {
     if !crate::runtime::attach_shared() {
         return;
     }
-    // SAFETY: the executor passed these descriptors for our use alone; each
-    // process (server, child) closes its own copies once.
-    let (mut ctl, mut status) = unsafe {
-        (
-            std::fs::File::from_raw_fd(ctl_fd),
-            std::fs::File::from_raw_fd(status_fd),
-        )
-    };
     let extent = crate::runtime::coverage_extent().min(u64::from(u32::MAX)) as u32;
     let mut hello = [0u8; 8];
     hello[..4].copy_from_slice(&HELLO.to_le_bytes());
     hello[4..].copy_from_slice(&extent.to_le_bytes());
-    if status.write_all(&hello).is_err() {
-        std::mem::forget(ctl);
-        std::mem::forget(status);
-        return;
-    }
     // Runs do not inherit the request: a program they start is no server.
     // SAFETY: this is the only thread (before main, or at setup_complete,
     // which documents it); libc's unsetenv neither allocates nor takes
@@ -137,27 +145,34 @@ fn serve() {
     unsafe { libc::unsetenv(FORKSERVER_ENV_C.as_ptr()) };
     let header = crate::runtime::shared_header().expect("attached above");
     share_code_with_children();
+    if let Some(learning) = pages::Learning::start() {
+        // The calls the loop below makes, so that their pages are
+        // recorded: a read and a write of nothing, a wake, and a run.
+        read_word(ctl_fd, 0);
+        write_all(status_fd, &[]);
+        crate::futex::wake(&LEARNING_WORD);
+        let pid = fork_child(ctl_fd, status_fd);
+        if pid == 0 {
+            learning.privatize();
+            return;
+        }
+        if pid > 0 {
+            learning.wait(pid, |pid, flags| reap(pid, flags).is_some());
+        }
+        learning.finish();
+    }
+    if !write_all(status_fd, &hello) {
+        return;
+    }
     loop {
-        let mut word = [0u8; 4];
-        if ctl.read_exact(&mut word).is_err() || u32::from_le_bytes(word) != CMD_RUN {
+        if read_word(ctl_fd, 4) != Some(CMD_RUN) {
             // The executor is gone (or confused): end quietly.
             // SAFETY: ending this process without running atexit handlers
             // or destructors, which belong to the children.
             unsafe { libc::_exit(0) };
         }
-        // SAFETY: fork in a single-threaded process (before main, or at
-        // setup_complete, which documents it); the child only closes
-        // descriptors and edits its environment before returning to the
-        // program.
-        let pid = unsafe { libc::fork() };
+        let pid = fork_child(ctl_fd, status_fd);
         if pid == 0 {
-            // SAFETY: calls about this process alone.
-            unsafe {
-                libc::setpgid(0, 0);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            }
-            drop(ctl);
-            drop(status);
             IN_CHILD.store(true, Ordering::Relaxed);
             return;
         }
@@ -165,15 +180,9 @@ fn serve() {
             // SAFETY: as above.
             unsafe { libc::_exit(1) };
         }
-        // SAFETY: also done by the child; whichever comes first.
-        unsafe { libc::setpgid(pid, pid) };
         header.pid.store(pid as u32, Ordering::Release);
-        let mut wait_status = 0;
-        // SAFETY: waiting for our own child, until it ends (a persistent
-        // one runs many inputs first).
-        while unsafe { libc::waitpid(pid, &mut wait_status, 0) } < 0
-            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {}
+        // Until the child ends (a persistent one runs many inputs first).
+        let wait_status = reap(pid, 0).unwrap_or(0);
         // The status, then `done` for the run the child ended in: once the
         // executor sees it, nothing here touches the region again (it may
         // post the next run at once).
@@ -183,6 +192,90 @@ fn serve() {
         let run = header.go.load(Ordering::Acquire);
         header.done.store(DONE_EXITED | run, Ordering::Release);
         crate::futex::wake(&header.done);
+    }
+}
+
+/// A futex word nobody waits on, woken while learning (see [`pages`]).
+static LEARNING_WORD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Forks a run: returns 0 in the child, which leads its own process group,
+/// dies with the server and has closed the server's pipes; the child's pid
+/// in the server (negative if fork failed).
+fn fork_child(ctl_fd: i32, status_fd: i32) -> libc::pid_t {
+    // SAFETY: fork in a single-threaded process (before main, or at
+    // setup_complete, which documents it); the child only changes its
+    // process group and closes descriptors before returning to the
+    // program.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: calls about this process alone; the descriptors are the
+        // server's, which the child must not keep.
+        unsafe {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::close(ctl_fd);
+            libc::close(status_fd);
+        }
+    } else if pid > 0 {
+        // SAFETY: also done by the child; whichever comes first.
+        unsafe { libc::setpgid(pid, pid) };
+    }
+    pid
+}
+
+/// Waits for child `pid` (`flags` 0 or `WNOHANG`): its wait status once it
+/// ended, `None` if it has not or cannot be waited for.
+fn reap(pid: libc::pid_t, flags: i32) -> Option<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child into a local.
+        match unsafe { libc::waitpid(pid, &mut status, flags) } {
+            p if p == pid => return Some(status),
+            p if p < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return None,
+        }
+    }
+}
+
+/// Reads a little-endian word from the pipe `fd` (`len` 4), or reads
+/// nothing (`len` 0, to record the call's pages while learning).
+fn read_word(fd: i32, len: usize) -> Option<u32> {
+    debug_assert!(len == 0 || len == 4);
+    let mut word = [0u8; 4];
+    let mut got = 0;
+    loop {
+        // SAFETY: reading into the rest of a local buffer.
+        let n = unsafe { libc::read(fd, word[got..].as_mut_ptr().cast(), len - got) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            return (len == 0).then_some(0);
+        }
+        got += n as usize;
+        if got == len {
+            return Some(u32::from_le_bytes(word));
+        }
+    }
+}
+
+/// Writes all of `bytes` to the pipe `fd` (at least one call, also for
+/// none); false if it cannot.
+fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
+    loop {
+        // SAFETY: writing from a live slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n < 0 {
+            return false;
+        }
+        bytes = &bytes[n as usize..];
+        if bytes.is_empty() {
+            return true;
+        }
     }
 }
 
@@ -196,31 +289,16 @@ fn serve() {
 /// which forks hand its page tables on. (Reading the whole text in first,
 /// `MADV_POPULATE_READ`, saved two more faults and cost as much in page
 /// tables to copy.) Best effort: a mapping the kernel will not let us do
-/// this to is left as it is.
+/// this to is left as it is. What is handed on is then cut down to the
+/// pages runs execute (`pages`).
 fn share_code_with_children() {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
-    for line in maps.lines() {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        // Executable, private, file-backed (a path after offset, device
-        // and inode), not [vdso] or [vsyscall].
-        let path = fields.nth(3).unwrap_or("");
-        if perms != "r-xp" || !path.starts_with('/') {
+    for (start, end, perms, path) in map_entries(&maps) {
+        if !is_code(perms, path) {
             continue;
         }
-        let Some((start, end)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
         let addr = start as *mut libc::c_void;
         let rx = libc::PROT_READ | libc::PROT_EXEC;
         // SAFETY: `start..end` is one of this process's own executable
@@ -239,6 +317,26 @@ fn share_code_with_children() {
             }
         }
     }
+}
+
+/// The mappings listed in `/proc/self/maps` text: start, end, permissions
+/// and path (empty for anonymous memory).
+fn map_entries(maps: &str) -> impl Iterator<Item = (usize, usize, &str, &str)> {
+    maps.lines().filter_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (range, perms) = (fields.next()?, fields.next()?);
+        // The path comes after offset, device and inode.
+        let path = fields.nth(3).unwrap_or("");
+        let (start, end) = range.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        Some((start, end, perms, path))
+    })
+}
+
+/// Code: executable, private, file-backed (not [vdso] or [vsyscall]).
+fn is_code(perms: &str, path: &str) -> bool {
+    perms == "r-xp" && path.starts_with('/')
 }
 
 /// Persistent mode: runs `body` once per input in this process. Under a
