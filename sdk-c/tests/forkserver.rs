@@ -141,13 +141,14 @@ fn every_fork_server_mode_gives_the_same_runs() {
     let unlearned = server_code_pages(&program);
     drop(plain);
 
-    // With the learning run (the default): main runs once more, before
-    // the first run, and no run changes; the server keeps mapped only the
-    // code pages runs execute.
+    // With learning runs (the default): main runs up to four times more,
+    // before the first run (fewer if they take over a second), and no run
+    // changes; the server keeps mapped only the code pages runs execute.
     let log = dir.join("learned");
     let mut learned = executor(&program, &[], &log);
     assert_eq!(hashes(&mut learned), expected);
-    assert_eq!(lines(&log, "setup"), 21);
+    let setups = lines(&log, "setup");
+    assert!((21..=24).contains(&setups), "{setups} setups");
     let pages = server_code_pages(&program);
     assert!(
         pages > 0 && pages * 2 < unlearned,
@@ -166,8 +167,9 @@ fn every_fork_server_mode_gives_the_same_runs() {
     let log = dir.join("persistent");
     let mut persistent = executor(&program, &["--persistent"], &log);
     assert_eq!(hashes(&mut persistent), expected);
-    // The learning run's start, and the one child's.
-    assert_eq!(lines(&log, "start"), 2);
+    // The learning runs' starts, and the one child's.
+    let starts = lines(&log, "start");
+    assert!((2..=5).contains(&starts), "{starts} starts");
 
     // A crash kills only that run's child; the next run gets a fresh one,
     // and runs the same as before.
@@ -185,7 +187,7 @@ fn every_fork_server_mode_gives_the_same_runs() {
         other => panic!("{other:?}"),
     }
     assert_eq!(hashes(&mut persistent), expected);
-    assert_eq!(lines(&log, "start"), 3);
+    assert_eq!(lines(&log, "start"), starts + 1);
 
     // Without a fork server (one process per run), the same runs again.
     let log = dir.join("spawn");

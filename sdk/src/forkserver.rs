@@ -11,8 +11,8 @@
 //!   must not start threads (only the forking thread lives on in a child)
 //!   and should not take decisions (they see the nominal input).
 //!
-//! Before greeting the executor, the server learns which code pages a run
-//! executes (one run of the program, unseen; `pages`), and keeps exactly
+//! Before greeting the executor, the server learns which code pages runs
+//! execute (a few runs of the program, unseen; `pages`), and keeps exactly
 //! those mapped, so each child inherits them and no more.
 //!
 //! Protocol: the server writes [`HELLO`] and the bytes of the coverage map
@@ -34,7 +34,7 @@
 //! [`PERSISTENT_RUNS`], or a crash, or the executor's kill). The body must
 //! leave no state behind that changes the next run.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use crate::region::DONE_EXITED;
 
@@ -43,13 +43,24 @@ mod pages;
 /// Elsewhere nothing is learned: children inherit what the server mapped.
 #[cfg(not(target_arch = "x86_64"))]
 mod pages {
+    pub(super) const LEARNING_TIME: std::time::Duration = std::time::Duration::ZERO;
+    pub(super) const LEARNING_RUNS: u64 = 0;
+    pub(super) fn learning_input(_: u64) -> Vec<u8> {
+        Vec::new()
+    }
     pub(super) enum Learning {}
     impl Learning {
         pub(super) fn start() -> Option<Learning> {
             None
         }
         pub(super) fn privatize(&self) {}
-        pub(super) fn wait(&self, _: libc::pid_t, _: impl Fn(libc::pid_t, i32) -> bool) {}
+        pub(super) fn wait(
+            &self,
+            _: libc::pid_t,
+            _: std::time::Instant,
+            _: impl Fn(libc::pid_t, i32) -> bool,
+        ) {
+        }
         pub(super) fn finish(self) {}
     }
 }
@@ -69,13 +80,17 @@ pub const CMD_RUN: u32 = 1;
 /// Runs of one persistent child before it exits and a fresh one is forked.
 pub const PERSISTENT_RUNS: u32 = 10_000;
 
-/// Set in a child forked by the server.
-static IN_CHILD: AtomicBool = AtomicBool::new(false);
+/// The server's pid once it serves, else 0. Kept, not a flag set in each
+/// child: a write there would cost every child a copy of its page.
+static SERVER: AtomicU32 = AtomicU32::new(0);
+/// Set in a learning run (`pages`), which runs as a plain process would.
+static LEARNING: AtomicBool = AtomicBool::new(false);
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether this process is a run forked by a fork server.
 pub fn in_child() -> bool {
-    IN_CHILD.load(Ordering::Relaxed)
+    let server = SERVER.load(Ordering::Relaxed);
+    server != 0 && !LEARNING.load(Ordering::Relaxed) && std::process::id() != server
 }
 
 /// `DST_DEFER`, read once (before the server forks, so runs do not read it).
@@ -145,19 +160,31 @@ fn serve() {
     unsafe { libc::unsetenv(FORKSERVER_ENV_C.as_ptr()) };
     let header = crate::runtime::shared_header().expect("attached above");
     share_code_with_children();
+    SERVER.store(std::process::id(), Ordering::Relaxed);
     if let Some(learning) = pages::Learning::start() {
         // The calls the loop below makes, so that their pages are
         // recorded: a read and a write of nothing, a wake, and a run.
         read_word(ctl_fd, 0);
         write_all(status_fd, &[]);
         crate::futex::wake(&LEARNING_WORD);
-        let pid = fork_child(ctl_fd, status_fd);
-        if pid == 0 {
-            learning.privatize();
-            return;
-        }
-        if pid > 0 {
-            learning.wait(pid, |pid, flags| reap(pid, flags).is_some());
+        let deadline = std::time::Instant::now() + pages::LEARNING_TIME;
+        for run in 0..pages::LEARNING_RUNS {
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
+            let pid = fork_child(ctl_fd, status_fd);
+            if pid == 0 {
+                LEARNING.store(true, Ordering::Relaxed);
+                learning.privatize();
+                if run > 0 {
+                    crate::runtime::replace_input(&pages::learning_input(run));
+                }
+                return;
+            }
+            if pid < 0 {
+                break;
+            }
+            learning.wait(pid, deadline, |pid, flags| reap(pid, flags).is_some());
         }
         learning.finish();
     }
@@ -173,7 +200,6 @@ fn serve() {
         }
         let pid = fork_child(ctl_fd, status_fd);
         if pid == 0 {
-            IN_CHILD.store(true, Ordering::Relaxed);
             return;
         }
         if pid < 0 {

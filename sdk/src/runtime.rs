@@ -239,6 +239,15 @@ pub(crate) fn shared_header() -> Option<&'static crate::region::Header> {
     (!region.is_null()).then(|| unsafe { &*region }.view().header())
 }
 
+/// In a fork server's learning run, whose region is a private copy: runs
+/// `input` instead of the one the region holds.
+#[cfg(unix)]
+pub(crate) fn replace_input(input: &[u8]) {
+    let region = region();
+    let flags = region.header().flags.load(Ordering::Relaxed);
+    region.reset(input, flags);
+}
+
 /// Sets `STATUS_*` bits of the current run.
 pub(crate) fn set_status(bits: u64) {
     region().header().status.fetch_or(bits, Ordering::Relaxed);

@@ -16,18 +16,19 @@
 //! (`PROT_NONE`) and installs [`on_fault`] for `SIGSEGV`, which records the
 //! page of each fault in a shared table and opens that page alone. It then
 //! makes the calls its loop makes (a read and a write of nothing on its
-//! pipes, a futex wake), forks a *learning run*, and waits for it. The
-//! learning run privatizes its copies of the shared mappings (the region:
-//! the executor sees nothing of it) and runs the program once, with the
-//! empty input, recording the pages it executes; the server kills it after
-//! [`LEARNING_RUN_TIME`]. Still traced, the server maps every recorded page
+//! pipes, a futex wake), and forks [`LEARNING_RUNS`] *learning runs*, one
+//! after the other. Each privatizes its copies of the shared mappings (the
+//! region: the executor sees nothing of it) and runs the program, the
+//! first with the empty input, the others with pseudo-random ones,
+//! recording the pages it executes; after [`LEARNING_TIME`] the server
+//! kills the one going and starts no other. Still traced, the server maps every recorded page
 //! and drops all others (`MADV_DONTNEED`), then opens its code again and
 //! puts back the old `SIGSEGV` action. While traced, every opened page is a
 //! mapping of its own, so fault-around brings no neighbours in.
 //!
-//! The learning run is a real execution of the program: its effects on
-//! files and other processes happen (one run more than the explorer asked
-//! for). `DST_FORKSERVER_LEARN=0` turns learning off; the server then hands
+//! Learning runs are real executions of the program: their effects on
+//! files and other processes happen (a few runs more than the explorer
+//! asked for). `DST_FORKSERVER_LEARN=0` turns learning off; the server then hands
 //! on what it has mapped. x86-64 only (the handler is assembly); elsewhere
 //! nothing is learned.
 //!
@@ -44,9 +45,31 @@ use std::time::{Duration, Instant};
 
 use super::LEARN_ENV;
 
-/// The learning run is killed after this long (what it executed by then
-/// is learned).
-pub const LEARNING_RUN_TIME: Duration = Duration::from_secs(1);
+/// Learning runs: the empty input's, then runs of pseudo-random inputs
+/// ([`learning_input`]), so that paths the nominal run skips (faults
+/// injected, errors handled) are learned too.
+pub(super) const LEARNING_RUNS: u64 = 4;
+/// All learning runs together stop after this long: the run then going is
+/// killed (what it executed by then is learned) and no other starts.
+pub(super) const LEARNING_TIME: Duration = Duration::from_secs(1);
+/// Bytes of each pseudo-random learning input.
+const LEARNING_INPUT: usize = 256;
+
+/// The input of learning run `run` (from 1): bytes of splitmix64 seeded
+/// with the run's number. Every byte is a decision, so a run of it takes
+/// the paths the explorer's mutated inputs take, not only the nominal one.
+pub(super) fn learning_input(run: u64) -> Vec<u8> {
+    let mut state = run;
+    let mut input = Vec::with_capacity(LEARNING_INPUT);
+    while input.len() < LEARNING_INPUT {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        input.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    input
+}
 
 const PAGE: usize = 4096;
 const MAX_RANGES: usize = 64;
@@ -323,11 +346,15 @@ impl Learning {
     }
 
     /// In the server: waits for the learning run `pid` to end, at most
-    /// [`LEARNING_RUN_TIME`], then kills what is left of it and reaps it
-    /// with `reap`.
-    pub(super) fn wait(&self, pid: libc::pid_t, reap: impl Fn(libc::pid_t, i32) -> bool) {
-        let start = Instant::now();
-        while start.elapsed() < LEARNING_RUN_TIME {
+    /// until `deadline`, then kills what is left of it and reaps it with
+    /// `reap`.
+    pub(super) fn wait(
+        &self,
+        pid: libc::pid_t,
+        deadline: Instant,
+        reap: impl Fn(libc::pid_t, i32) -> bool,
+    ) {
+        while Instant::now() < deadline {
             if reap(pid, libc::WNOHANG) {
                 return;
             }
