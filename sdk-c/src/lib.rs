@@ -80,7 +80,7 @@ pub unsafe extern "C" fn dst_register_catalog(start: *const u8, stop: *const u8)
     // with the catalog registered once for all runs (and the comparison
     // log mapped once, for every child).
     dst_sdk::cmplog::attach_from_env();
-    dst_sdk::forkserver::on_load();
+    start_fork_server();
 }
 
 /// The catalog index of the record at `site`, cached in `slot` (index + 1).
@@ -279,6 +279,46 @@ pub extern "C" fn dst_random_bool() -> bool {
     dst_sdk::random::bool()
 }
 
+/// The catalog entry of fault `name`, registered on its first use in this
+/// process (which gives it its file, from `file`, and line). Looked up
+/// without allocating.
+fn fault_site(name: &str, line: u32, file: impl FnOnce() -> String) -> &'static Site {
+    let mut faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
+    let faults = faults.get_or_insert_with(HashMap::new);
+    if let Some(site) = faults.get(name) {
+        return site;
+    }
+    let file = file();
+    dst_sdk::forkserver::learned_fault(name, &file, line);
+    let index = catalog::register(Site {
+        kind: catalog::Kind::Fault,
+        message: leak(name),
+        condition: "",
+        file: if file.is_empty() { "" } else { leak(&file) },
+        line,
+        column: 0,
+        module: "",
+        id: catalog::site_hash(name, 0, 0),
+    });
+    let site = catalog::get(index).expect("just registered");
+    faults.insert(name.to_string(), site);
+    site
+}
+
+/// Registers fault `name` as its first use at `file`:`line` would: the fork
+/// server does, for the names its learning runs used, so that runs find
+/// them registered.
+fn preregister_fault(name: &str, file: &str, line: u32) {
+    fault_site(name, line, || file.to_string());
+}
+
+/// Starts the fork server, if an explorer asks for one (see
+/// `dst::forkserver`), able to register the faults runs use.
+fn start_fork_server() {
+    dst_sdk::forkserver::set_fault_registrar(preregister_fault);
+    dst_sdk::forkserver::on_load();
+}
+
 /// A named fault point (nominal false); the name becomes a catalog entry.
 ///
 /// # Safety
@@ -302,35 +342,16 @@ pub unsafe extern "C" fn dst_fault_at(name: *const c_char, file: *const c_char, 
         // SAFETY: caller's contract.
         unsafe { CStr::from_ptr(name) }.to_string_lossy()
     };
-    let site = {
-        let mut faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
-        let faults = faults.get_or_insert_with(HashMap::new);
-        // Looked up without allocating; registered on first use.
-        match faults.get(&*name) {
-            Some(site) => *site,
-            None => {
-                let file = if file.is_null() {
-                    ""
-                } else {
-                    // SAFETY: caller's contract.
-                    leak(&unsafe { CStr::from_ptr(file) }.to_string_lossy())
-                };
-                let index = catalog::register(Site {
-                    kind: catalog::Kind::Fault,
-                    message: leak(&name),
-                    condition: "",
-                    file,
-                    line,
-                    column: 0,
-                    module: "",
-                    id: catalog::site_hash(&name, 0, 0),
-                });
-                let site = catalog::get(index).expect("just registered");
-                faults.insert(name.into_owned(), site);
-                site
-            }
+    let site = fault_site(&name, line, || {
+        if file.is_null() {
+            String::new()
+        } else {
+            // SAFETY: caller's contract.
+            unsafe { CStr::from_ptr(file) }
+                .to_string_lossy()
+                .into_owned()
         }
-    };
+    });
     dst_sdk::runtime::__fault(site)
 }
 

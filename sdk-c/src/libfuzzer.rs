@@ -57,7 +57,7 @@ pub unsafe extern "C" fn dst_libfuzzer_main(
     let args = unsafe { arguments(argc, argv) };
     if under_dst() {
         dst_sdk::cmplog::attach_from_env();
-        dst_sdk::forkserver::on_load();
+        crate::start_fork_server();
         dst_sdk::lifecycle::setup_complete(&serde_json::Value::Null);
         let max_len = lf::max_len();
         dst_sdk::run(|| {

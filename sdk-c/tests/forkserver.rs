@@ -16,7 +16,9 @@ fn target_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
-fn build_server() -> PathBuf {
+/// Builds tests/c/server.c as a program of its own for each `name` (tests
+/// run at once, and one finds its server by its executable).
+fn build_server(name: &str) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let status = Command::new(env!("CARGO"))
         .args(["build", "--quiet", "--manifest-path"])
@@ -24,7 +26,7 @@ fn build_server() -> PathBuf {
         .status()
         .unwrap();
     assert!(status.success());
-    let out = std::env::temp_dir().join(format!("dst-c-server-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("dst-c-server-{name}-{}", std::process::id()));
     let status = Command::new("cc")
         .args(["-std=c11", "-g", "-Wall", "-Werror", "-o"])
         .arg(&out)
@@ -124,7 +126,7 @@ fn server_code_pages(program: &Path) -> usize {
 
 #[test]
 fn every_fork_server_mode_gives_the_same_runs() {
-    let program = build_server();
+    let program = build_server("modes");
     let dir = std::env::temp_dir().join(format!("dst-c-server-logs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 
@@ -196,4 +198,56 @@ fn every_fork_server_mode_gives_the_same_runs() {
     assert_eq!(hashes(&mut spawned), expected);
     assert_eq!(spawned.launch_mode(), "one process per run");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The catalog index of fault "every run" (the runtime-registered site
+/// evaluated twice) in each run of `inputs()`, and how many runs also used
+/// the other fault.
+fn every_run_fault_indices(exec: &mut Process) -> (Vec<u32>, usize) {
+    let mut indices = Vec::new();
+    let mut both = 0;
+    for input in inputs() {
+        let record: RunRecord = exec.run(&input);
+        if record
+            .signature()
+            .is_some_and(|s| s.to_string().contains("SIGSEGV"))
+        {
+            continue;
+        }
+        let catalog = exec.catalog().len() as u32;
+        let faults: Vec<_> = record.sites.iter().filter(|s| s.index >= catalog).collect();
+        both += usize::from(faults.len() == 2);
+        let every = faults
+            .iter()
+            .find(|s| s.evaluations == 2)
+            .expect("every run's fault");
+        indices.push(every.index);
+    }
+    (indices, both)
+}
+
+#[test]
+fn the_server_registers_the_faults_its_learning_runs_used() {
+    let program = build_server("faults");
+    let log = std::env::temp_dir().join(format!("dst-c-server-faults-{}", std::process::id()));
+
+    // Unlearned, each run registers its faults in the order it uses them:
+    // "every run" comes second in runs that use the other fault first.
+    let mut unlearned = executor(&program, &[], &log);
+    unlearned.set_env("DST_FORKSERVER_LEARN", "0");
+    let (indices, both) = every_run_fault_indices(&mut unlearned);
+    assert!(
+        both > 0 && both < indices.len(),
+        "{both} of {} runs use both faults",
+        indices.len()
+    );
+    assert!(indices.windows(2).any(|w| w[0] != w[1]), "{indices:?}");
+    drop(unlearned);
+
+    // Learned, the server registered both before forking: every run finds
+    // them, at the same places.
+    let mut learned = executor(&program, &[], &log);
+    let (indices, _) = every_run_fault_indices(&mut learned);
+    assert!(indices.windows(2).all(|w| w[0] == w[1]), "{indices:?}");
+    let _ = std::fs::remove_file(&log);
 }

@@ -48,8 +48,12 @@ mod pages {
     pub(super) fn learning_input(_: u64) -> Vec<u8> {
         Vec::new()
     }
+    pub(super) fn note_fault(_: &str, _: &str, _: u32) {}
     pub(super) enum Learning {}
     impl Learning {
+        pub(super) fn faults(&self) -> Vec<(String, String, u32)> {
+            match *self {}
+        }
         pub(super) fn start() -> Option<Learning> {
             None
         }
@@ -86,6 +90,28 @@ static SERVER: AtomicU32 = AtomicU32::new(0);
 /// Set in a learning run (`pages`), which runs as a plain process would.
 static LEARNING: AtomicBool = AtomicBool::new(false);
 static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Registers a fault name in this process: set by libdst (`dst_fault`),
+/// called by the server for the names its learning runs used.
+static FAULT_REGISTRAR: std::sync::OnceLock<fn(&str, &str, u32)> = std::sync::OnceLock::new();
+
+/// Names the function that registers a fault by name, file and line, so
+/// that the server registers the faults its learning runs used before it
+/// forks runs, and runs find them registered (C: libdst's `dst_fault`,
+/// whose names are known only when called). Set before the server starts.
+#[doc(hidden)]
+pub fn set_fault_registrar(register: fn(&str, &str, u32)) {
+    let _ = FAULT_REGISTRAR.set(register);
+}
+
+/// Called on a fault name's first use in a process, before it registers
+/// it: in a learning run, notes the name for the server.
+#[doc(hidden)]
+pub fn learned_fault(name: &str, file: &str, line: u32) {
+    if LEARNING.load(Ordering::Relaxed) {
+        pages::note_fault(name, file, line);
+    }
+}
 
 /// Whether this process is a run forked by a fork server.
 pub fn in_child() -> bool {
@@ -185,6 +211,12 @@ fn serve() {
                 break;
             }
             learning.wait(pid, deadline, |pid, flags| reap(pid, flags).is_some());
+        }
+        // Still traced, so that the pages this runs are kept.
+        if let Some(register) = FAULT_REGISTRAR.get() {
+            for (name, file, line) in learning.faults() {
+                register(&name, &file, line);
+            }
         }
         learning.finish();
     }

@@ -26,6 +26,11 @@ static void workload(void) {
     for (int i = 0; i < 5; i++) state += (int)dst_random_below(10);
     DST_ALWAYS(state < 30, "the sum of five digits stays below 30", NULL);
     DST_SOMETIMES(a > 50, "the first decision is large", NULL);
+    /* Two named faults, the second used twice; which one a run uses first
+     * depends on its input. */
+    if (a % 2) (void)dst_fault("odd first decision");
+    (void)dst_fault("every run");
+    (void)dst_fault("every run");
 }
 
 int main(int argc, char **argv) {

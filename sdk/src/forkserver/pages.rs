@@ -98,9 +98,15 @@ struct Table {
     /// Shared writable mappings, `[start, end)`: privatized in the
     /// learning run.
     shared_at: [Span; MAX_SHARED],
+    /// Bytes used in `faults`.
+    faults_len: usize,
+    /// The fault names learning runs registered ([`note_fault`]), each as
+    /// line, name length and file length (`u32`s), then name and file.
+    faults: [u8; FAULT_BYTES],
 }
 
 const PAGES_AT: usize = size_of::<Table>();
+const FAULT_BYTES: usize = 16 << 10;
 
 /// The table while learning; null otherwise. Read by [`on_fault`].
 static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
@@ -195,6 +201,31 @@ fn syscall3(number: libc::c_long, a: usize, b: usize, c: usize) -> isize {
         );
     }
     ret
+}
+
+/// In a learning run: notes fault `name` (first used at `file`:`line`), so
+/// that the server registers it before its runs and they need not (a
+/// registration allocates, and a child's first allocation costs it copies
+/// of the allocator's pages). Names that do not fit are left out.
+pub(super) fn note_fault(name: &str, file: &str, line: u32) {
+    let table = TABLE.load(Ordering::Acquire);
+    if table.is_null() {
+        return;
+    }
+    // SAFETY: while learning, the table is mapped and this process (a
+    // learning run, one at a time) is the only one writing it.
+    let t = unsafe { &mut *table };
+    let need = 12 + name.len() + file.len();
+    let Some(entry) = t.faults.get_mut(t.faults_len..t.faults_len + need) else {
+        return;
+    };
+    let (head, text) = entry.split_at_mut(12);
+    head[..4].copy_from_slice(&line.to_le_bytes());
+    head[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
+    head[8..].copy_from_slice(&(file.len() as u32).to_le_bytes());
+    text[..name.len()].copy_from_slice(name.as_bytes());
+    text[name.len()..].copy_from_slice(file.as_bytes());
+    t.faults_len += need;
 }
 
 /// The code being learned; see the module doc.
@@ -366,6 +397,30 @@ impl Learning {
             libc::kill(pid, libc::SIGKILL);
         }
         reap(pid, 0);
+    }
+
+    /// In the server: the faults learning runs noted ([`note_fault`]):
+    /// name, file and line, in the order they were first used.
+    pub(super) fn faults(&self) -> Vec<(String, String, u32)> {
+        // SAFETY: the table is ours; no learning run is going.
+        let t = unsafe { &*self.table };
+        let mut bytes = &t.faults[..t.faults_len.min(FAULT_BYTES)];
+        let mut faults = Vec::new();
+        while bytes.len() >= 12 {
+            let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            let (line, name_len, file_len) = (word(0), word(4) as usize, word(8) as usize);
+            let Some(text) = bytes.get(12..12 + name_len + file_len) else {
+                break;
+            };
+            let (name, file) = text.split_at(name_len);
+            faults.push((
+                String::from_utf8_lossy(name).into_owned(),
+                String::from_utf8_lossy(file).into_owned(),
+                line,
+            ));
+            bytes = &bytes[12 + name_len + file_len..];
+        }
+        faults
     }
 
     /// In the server: keeps mapped exactly the pages recorded (its own and
