@@ -44,7 +44,9 @@ mod pages;
 #[cfg(not(target_arch = "x86_64"))]
 mod pages {
     pub(super) const LEARNING_TIME: std::time::Duration = std::time::Duration::ZERO;
-    pub(super) const LEARNING_RUNS: u64 = 0;
+    pub(super) const LEARNING_RUNS: u8 = 0;
+    pub(super) const SERVER_RUN: u8 = 1;
+    pub(super) const FORK_RUN: u8 = 2;
     pub(super) fn learning_input(_: u64) -> Vec<u8> {
         Vec::new()
     }
@@ -57,6 +59,11 @@ mod pages {
         pub(super) fn start() -> Option<Learning> {
             None
         }
+        pub(super) fn trace(&self, _: u8) -> Option<libc::sigaction> {
+            match *self {}
+        }
+        pub(super) fn untrace(&self, _: &libc::sigaction) {}
+        pub(super) fn no_core_dump(&self) {}
         pub(super) fn privatize(&self) {}
         pub(super) fn wait(
             &self,
@@ -65,7 +72,7 @@ mod pages {
             _: impl Fn(libc::pid_t, i32) -> bool,
         ) {
         }
-        pub(super) fn finish(self) {}
+        pub(super) fn finish(self, _: &[usize]) {}
     }
 }
 
@@ -188,22 +195,35 @@ fn serve() {
     share_code_with_children();
     SERVER.store(std::process::id(), Ordering::Relaxed);
     if let Some(learning) = pages::Learning::start() {
-        // The calls the loop below makes, so that their pages are
-        // recorded: a read and a write of nothing, a wake, and a run.
-        read_word(ctl_fd, 0);
-        write_all(status_fd, &[]);
-        crate::futex::wake(&LEARNING_WORD);
+        // The server records the calls its loop makes, but not fork: the
+        // C library may run code with SIGSEGV blocked there, and a fault
+        // then would end the server. Its descriptors are read and written
+        // with nothing.
+        if !signal_blocked(libc::SIGSEGV)
+            && let Some(previous) = learning.trace(pages::SERVER_RUN)
+        {
+            read_word(ctl_fd, 0);
+            write_all(status_fd, &[]);
+            crate::futex::wake(&LEARNING_WORD);
+            reap(-1, libc::WNOHANG);
+            learning.untrace(&previous);
+        }
         let deadline = std::time::Instant::now() + pages::LEARNING_TIME;
-        for run in 0..pages::LEARNING_RUNS {
+        for run in 1..=pages::LEARNING_RUNS {
             if std::time::Instant::now() >= deadline {
                 break;
             }
             let pid = fork_child(ctl_fd, status_fd);
             if pid == 0 {
                 LEARNING.store(true, Ordering::Relaxed);
+                learning.no_core_dump();
+                if learning.trace(run).is_none() {
+                    // SAFETY: ending a learning run, which nobody sees.
+                    unsafe { libc::_exit(125) };
+                }
                 learning.privatize();
-                if run > 0 {
-                    crate::runtime::replace_input(&pages::learning_input(run));
+                if run > 1 {
+                    crate::runtime::replace_input(&pages::learning_input(u64::from(run)));
                 }
                 return;
             }
@@ -212,13 +232,34 @@ fn serve() {
             }
             learning.wait(pid, deadline, |pid, flags| reap(pid, flags).is_some());
         }
-        // Still traced, so that the pages this runs are kept.
+        // A learning process that forks as the server does, both sides of
+        // the fork traced; with a C library that blocks signals in fork,
+        // it just dies.
+        if std::time::Instant::now() < deadline {
+            let pid = fork_child(ctl_fd, status_fd);
+            if pid == 0 {
+                LEARNING.store(true, Ordering::Relaxed);
+                learning.no_core_dump();
+                if learning.trace(pages::FORK_RUN).is_some() {
+                    let pid = fork_child(-1, -1);
+                    if pid > 0 {
+                        reap(pid, 0);
+                    }
+                }
+                // SAFETY: ending a learning process (and its child), which
+                // nobody sees, without the program's exit handlers.
+                unsafe { libc::_exit(0) };
+            }
+            if pid > 0 {
+                learning.wait(pid, deadline, |pid, flags| reap(pid, flags).is_some());
+            }
+        }
         if let Some(register) = FAULT_REGISTRAR.get() {
             for (name, file, line) in learning.faults() {
                 register(&name, &file, line);
             }
         }
-        learning.finish();
+        learning.finish(&[serve as *const () as usize]);
     }
     if !write_all(status_fd, &hello) {
         return;
@@ -250,6 +291,16 @@ fn serve() {
         let run = header.go.load(Ordering::Acquire);
         header.done.store(DONE_EXITED | run, Ordering::Release);
         crate::futex::wake(&header.done);
+    }
+}
+
+/// Whether `signal` is blocked in this thread.
+fn signal_blocked(signal: i32) -> bool {
+    // SAFETY: a query of this thread's mask into a local set.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) != 0
+            || libc::sigismember(&mask, signal) != 0
     }
 }
 

@@ -12,24 +12,29 @@
 //! faulted), about 440 pages for examples/c-kv, of which a run executes
 //! about 70. The rest was a fifth of each run's cost.
 //!
-//! How: before it greets the executor, the server closes every code page
-//! (`PROT_NONE`) and installs [`on_fault`] for `SIGSEGV`, which records the
-//! page of each fault in a shared table and opens that page alone. It then
-//! makes the calls its loop makes (a read and a write of nothing on its
-//! pipes, a futex wake), and forks [`LEARNING_RUNS`] *learning runs*, one
-//! after the other. Each privatizes its copies of the shared mappings (the
-//! region: the executor sees nothing of it) and runs the program, the
-//! first with the empty input, the others with pseudo-random ones,
-//! recording the pages it executes; after [`LEARNING_TIME`] the server
-//! kills the one going and starts no other. Still traced, the server maps every recorded page
-//! and drops all others (`MADV_DONTNEED`), then opens its code again and
-//! puts back the old `SIGSEGV` action. While traced, every opened page is a
-//! mapping of its own, so fault-around brings no neighbours in.
+//! How: before it greets the executor, the server forks [`LEARNING_RUNS`]
+//! *learning runs*, one after the other. Each closes every code page
+//! (`PROT_NONE`) and installs [`on_fault`] for `SIGSEGV`, which records
+//! the page of each fault in a table shared with the server and opens that
+//! page alone; makes the calls the server's loop makes (a read and a write
+//! of nothing, a futex wake, a wait), so that the server's pages are
+//! recorded too; privatizes its copies of the shared mappings (the region:
+//! the executor sees nothing of it); and runs the program, the first with
+//! the empty input, the others with pseudo-random ones. After
+//! [`LEARNING_TIME`] the server kills the one going and starts no other.
+//! Then the server maps every recorded page and drops all others
+//! (`MADV_DONTNEED`; never a page it has changed, which holds its only
+//! copy). The server itself is never traced: nothing can kill it.
 //!
-//! Learning runs are real executions of the program: their effects on
-//! files and other processes happen (a few runs more than the explorer
-//! asked for). `DST_FORKSERVER_LEARN=0` turns learning off; the server then hands
-//! on what it has mapped. x86-64 only (the handler is assembly); elsewhere
+//! A learning run that blocks `SIGSEGV` while it runs a closed page (the
+//! C library does, inside `pthread_create`, `posix_spawn`, and `fork` from
+//! glibc 2.41 on) dies there, with its learning cut short: a threaded
+//! program's runs are learned up to their first thread. Learning runs are
+//! real executions of the program: their effects on files and other
+//! processes happen (a few runs more than the explorer asked for); they
+//! dump no core, and whatever they start is killed with them.
+//! `DST_FORKSERVER_LEARN=0` turns learning off; the server then hands on
+//! what it has mapped. x86-64 only (the handler is assembly); elsewhere
 //! nothing is learned.
 //!
 //! Written here, not taken from a library: this needs a signal handler that
@@ -40,7 +45,7 @@
 //! idle page tracking needs root).
 
 use std::mem::{offset_of, size_of};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use super::LEARN_ENV;
@@ -48,15 +53,15 @@ use super::LEARN_ENV;
 /// Learning runs: the empty input's, then runs of pseudo-random inputs
 /// ([`learning_input`]), so that paths the nominal run skips (faults
 /// injected, errors handled) are learned too.
-pub(super) const LEARNING_RUNS: u64 = 4;
+pub(super) const LEARNING_RUNS: u8 = 4;
 /// All learning runs together stop after this long: the run then going is
 /// killed (what it executed by then is learned) and no other starts.
 pub(super) const LEARNING_TIME: Duration = Duration::from_secs(1);
 /// Bytes of each pseudo-random learning input.
 const LEARNING_INPUT: usize = 256;
 
-/// The input of learning run `run` (from 1): bytes of splitmix64 seeded
-/// with the run's number. Every byte is a decision, so a run of it takes
+/// The input of learning run `run` (from 2; the first has the empty
+/// input): bytes of splitmix64 seeded with the run's number. Every byte is a decision, so a run of it takes
 /// the paths the explorer's mutated inputs take, not only the nominal one.
 pub(super) fn learning_input(run: u64) -> Vec<u8> {
     let mut state = run;
@@ -74,6 +79,11 @@ pub(super) fn learning_input(run: u64) -> Vec<u8> {
 const PAGE: usize = 4096;
 const MAX_RANGES: usize = 64;
 const MAX_SHARED: usize = 16;
+/// The mark of the pages the server itself runs while traced.
+pub(super) const SERVER_RUN: u8 = LEARNING_RUNS + 1;
+/// The mark of the pages a fork runs, both sides ([`SERVER_RUN`] cannot
+/// trace the server's own fork).
+pub(super) const FORK_RUN: u8 = LEARNING_RUNS + 2;
 /// Bytes of `on_fault` kept open, from its first instruction.
 const HANDLER_BYTES: usize = 256;
 
@@ -110,18 +120,26 @@ const FAULT_BYTES: usize = 16 << 10;
 
 /// The table while learning; null otherwise. Read by [`on_fault`].
 static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+/// In a learning run, its number (from 1): the mark [`on_fault`] gives
+/// the pages this process opened. 0 elsewhere.
+static RUN: AtomicU8 = AtomicU8::new(0);
 
-/// The `SIGSEGV` handler while learning (`rdi` signal, `rsi` siginfo).
-/// If the fault's page is in a code range, marks it and opens it
-/// (`mprotect` read and execute) and returns: the instruction runs again.
-/// Otherwise it puts back the default action and returns, so the access
-/// faults again and ends the process as it would have without us.
+/// The `SIGSEGV` handler while recording (`rdi` signal, `rsi` siginfo,
+/// `rdx` context). If the fault is a read or a fetch in a code range, marks
+/// its page with [`RUN`] and opens it (`mprotect` read and execute), and
+/// returns: the instruction runs again. Otherwise (a write, a fault
+/// elsewhere, an `mprotect` that failed) it puts back the default action
+/// and returns, so the access faults again and ends the process as it
+/// would have without us.
 #[unsafe(naked)]
 extern "C" fn on_fault(_signal: i32, _info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     core::arch::naked_asm!(
         "mov rax, qword ptr [rip + {table}]",
         "test rax, rax",
         "jz 5f",
+        // A write (bit 1 of the page fault's error code) is not ours.
+        "test qword ptr [rdx + {error}], 2",
+        "jnz 5f",
         // The faulting address (si_addr, 16 bytes into siginfo), its page.
         "mov r8, qword ptr [rsi + 16]",
         "and r8, -4096",
@@ -130,21 +148,24 @@ extern "C" fn on_fault(_signal: i32, _info: *mut libc::siginfo_t, _context: *mut
         "2:",
         "test rcx, rcx",
         "jz 5f",
-        "cmp r8, qword ptr [r9]",
+        "cmp r8, qword ptr [r9 + {start}]",
         "jb 3f",
-        "cmp r8, qword ptr [r9 + 8]",
+        "cmp r8, qword ptr [r9 + {end}]",
         "jae 3f",
         // In this range: mark the page's byte, then open the page.
         "mov r10, r8",
-        "sub r10, qword ptr [r9]",
+        "sub r10, qword ptr [r9 + {start}]",
         "shr r10, 12",
-        "add r10, qword ptr [r9 + 16]",
-        "mov byte ptr [rax + r10 + {pages}], 1",
+        "add r10, qword ptr [r9 + {first}]",
+        "movzx edx, byte ptr [rip + {run}]",
+        "mov byte ptr [rax + r10 + {pages}], dl",
         "mov rdi, r8",
         "mov esi, 4096",
         "mov edx, {rx}",
         "mov eax, {mprotect}",
         "syscall",
+        "test rax, rax",
+        "jnz 5f",
         "ret",
         "3:",
         "add r9, {range_size}",
@@ -166,9 +187,16 @@ extern "C" fn on_fault(_signal: i32, _info: *mut libc::siginfo_t, _context: *mut
         "syscall",
         "add rsp, 40",
         "ret",
+        error = const offset_of!(libc::ucontext_t, uc_mcontext)
+            + offset_of!(libc::mcontext_t, gregs)
+            + libc::REG_ERR as usize * size_of::<libc::greg_t>(),
         table = sym TABLE,
+        run = sym RUN,
         ranges = const offset_of!(Table, ranges),
         range = const offset_of!(Table, range),
+        start = const offset_of!(Range, start),
+        end = const offset_of!(Range, end),
+        first = const offset_of!(Range, first),
         range_size = const size_of::<Range>(),
         pages = const PAGES_AT,
         rx = const libc::PROT_READ | libc::PROT_EXEC,
@@ -232,24 +260,13 @@ pub(super) fn note_fault(name: &str, file: &str, line: u32) {
 pub(super) struct Learning {
     table: *mut Table,
     len: usize,
-    old: libc::sigaction,
 }
 
 impl Learning {
-    /// Closes the code and starts recording, or `None` when learning is
-    /// off or cannot work here. The process must have one thread.
+    /// In the server: the table of its code and shared mappings, or
+    /// `None` when learning is off or cannot work here.
     pub(super) fn start() -> Option<Learning> {
         if std::env::var_os(LEARN_ENV).is_some_and(|v| v == "0") {
-            return None;
-        }
-        // SAFETY: queries of this thread's signal mask into a local set.
-        let blocked = unsafe {
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) != 0
-                || libc::sigismember(&mask, libc::SIGSEGV) != 0
-        };
-        if blocked {
-            // A blocked SIGSEGV would end the process at its first fault.
             return None;
         }
         let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
@@ -272,8 +289,7 @@ impl Learning {
         }
         let table = table as *mut Table;
         // SAFETY: the mapping is zeroed, `len` bytes, page aligned; Table
-        // is plain integers, so zero is a valid value, and we are its only
-        // user until the handler is installed.
+        // is plain integers, so zero is a valid value; no run exists yet.
         let t = unsafe { &mut *table };
         let mut first = 0;
         for (i, &(start, end)) in code.iter().enumerate() {
@@ -284,25 +300,40 @@ impl Learning {
         t.shared_at[..shared.len()].copy_from_slice(&shared);
         t.shared = shared.len();
         debug_assert_eq!(first, pages);
+        TABLE.store(table, Ordering::Release);
+        Some(Learning { table, len })
+    }
 
-        // SAFETY: installs a handler that touches only the table and makes
-        // two system calls; the old action is kept to be put back.
-        let old = unsafe {
+    /// Starts recording as run `run` (learning runs from 1; the server
+    /// [`SERVER_RUN`]): [`on_fault`] installed, `SIGSEGV` unblocked, every
+    /// code page closed but the handler's own and the one the kernel
+    /// returns from it through. The action it replaced, or `None` if it
+    /// could not start.
+    pub(super) fn trace(&self, run: u8) -> Option<libc::sigaction> {
+        debug_assert!(run > 0);
+        RUN.store(run, Ordering::Relaxed);
+        // SAFETY: calls about this process alone, with locals; the handler
+        // touches only the table and makes two system calls.
+        let previous = unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_fault as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
             libc::sigemptyset(&mut action.sa_mask);
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(libc::SIGSEGV, &action, &mut old) != 0 {
-                libc::munmap(table as *mut libc::c_void, len);
+            let mut unblock: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut unblock);
+            libc::sigaddset(&mut unblock, libc::SIGSEGV);
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGSEGV, &action, &mut previous) != 0 {
                 return None;
             }
-            old
+            if libc::pthread_sigmask(libc::SIG_UNBLOCK, &unblock, std::ptr::null_mut()) != 0 {
+                libc::sigaction(libc::SIGSEGV, &previous, std::ptr::null_mut());
+                return None;
+            }
+            previous
         };
-        TABLE.store(table, Ordering::Release);
-        // The pages that must stay open: the handler's, and the one the
-        // kernel returns through from it (the C library's restorer, read
-        // back from the kernel: sa_restorer is the third word).
+        // The restorer (sa_restorer, the third word of the kernel's
+        // action), as the C library set it.
         let mut kernel_action = [0usize; 4];
         syscall3(
             libc::SYS_rt_sigaction,
@@ -316,25 +347,62 @@ impl Learning {
             (handler + HANDLER_BYTES - 1) & !(PAGE - 1),
             kernel_action[2] & !(PAGE - 1),
         ];
-        for &(start, end) in &code {
-            let mut page = start;
-            while page < end {
-                let run = page;
-                while page < end && !keep.contains(&page) {
+        // SAFETY: the table is ours; learning runs go one at a time.
+        let t = unsafe { &mut *self.table };
+        let marks = (self.table as usize + PAGES_AT) as *mut u8;
+        for r in &t.range[..t.ranges] {
+            let mut page = r.start;
+            while page < r.end {
+                let run_start = page;
+                while page < r.end && !keep.contains(&page) {
                     page += PAGE;
                 }
-                if page > run {
+                if page > run_start {
                     syscall3(
                         libc::SYS_mprotect,
-                        run,
-                        page - run,
+                        run_start,
+                        page - run_start,
                         libc::PROT_NONE as usize,
                     );
+                }
+                if page < r.end {
+                    // Kept open, so marked: the server needs them too
+                    // (its loop shares their pages).
+                    // SAFETY: a byte of the table, for a page of range r.
+                    unsafe {
+                        marks
+                            .add(r.first + (page - r.start) / PAGE)
+                            .write_volatile(run)
+                    };
                 }
                 page += PAGE;
             }
         }
-        Some(Learning { table, len, old })
+        Some(previous)
+    }
+
+    /// In the server, after [`Learning::trace`]: its code opened again
+    /// (each range one mapping again), and `previous` the `SIGSEGV` action.
+    pub(super) fn untrace(&self, previous: &libc::sigaction) {
+        // SAFETY: the table is ours.
+        let t = unsafe { &*self.table };
+        let rx = (libc::PROT_READ | libc::PROT_EXEC) as usize;
+        for r in &t.range[..t.ranges] {
+            syscall3(libc::SYS_mprotect, r.start, r.end - r.start, rx);
+        }
+        // SAFETY: putting back the action `trace` replaced.
+        unsafe { libc::sigaction(libc::SIGSEGV, previous, std::ptr::null_mut()) };
+        RUN.store(0, Ordering::Relaxed);
+    }
+
+    /// In a learning run: dumps no core when it ends by a signal.
+    pub(super) fn no_core_dump(&self) {
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: a limit of this process, from a local.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
     }
 
     /// In the learning run, right after fork: replaces each shared
@@ -377,26 +445,30 @@ impl Learning {
     }
 
     /// In the server: waits for the learning run `pid` to end, at most
-    /// until `deadline`, then kills what is left of it and reaps it with
-    /// `reap`.
+    /// until `deadline`, reaping it with `reap`; then kills its process
+    /// group (it, if it is still going, and whatever it started).
     pub(super) fn wait(
         &self,
         pid: libc::pid_t,
         deadline: Instant,
         reap: impl Fn(libc::pid_t, i32) -> bool,
     ) {
-        while Instant::now() < deadline {
-            if reap(pid, libc::WNOHANG) {
-                return;
+        let mut ended = false;
+        while !ended && Instant::now() < deadline {
+            ended = reap(pid, libc::WNOHANG);
+            if !ended {
+                std::thread::sleep(Duration::from_micros(200));
             }
-            std::thread::sleep(Duration::from_micros(200));
         }
-        // SAFETY: killing the learning run's own process group.
+        // SAFETY: killing the learning run's own process group: it, if it
+        // is still going, and whatever it started.
         unsafe {
             libc::kill(-pid, libc::SIGKILL);
             libc::kill(pid, libc::SIGKILL);
         }
-        reap(pid, 0);
+        if !ended {
+            reap(pid, 0);
+        }
     }
 
     /// In the server: the faults learning runs noted ([`note_fault`]):
@@ -423,62 +495,103 @@ impl Learning {
         faults
     }
 
-    /// In the server: keeps mapped exactly the pages recorded (its own and
-    /// the learning run's), opens its code again and stops recording.
-    pub(super) fn finish(self) {
-        // Still traced: what runs from here on is recorded as it runs, so
-        // nothing below drops a page it still needs. First the one C
-        // library call made after the code is opened.
-        // SAFETY: a query of the current action into a local.
-        unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(libc::SIGSEGV, std::ptr::null(), &mut current);
-        }
-        // SAFETY: the table is ours; the handler writes only bytes of it.
+    /// In the server: keeps mapped exactly the code pages learning runs
+    /// recorded, the pages of `functions` (the server's loop, which only
+    /// partly ran traced) and every page it changed (a page of its own, the
+    /// only copy of what it holds: relocated or patched code); drops the
+    /// rest.
+    pub(super) fn finish(self, functions: &[usize]) {
+        // SAFETY: the table is ours; no learning run is going.
         let t = unsafe { &*self.table };
-        let marks = (self.table as usize + PAGES_AT) as *const u8;
-        let ran = |i: usize| {
-            // SAFETY: `i` is below the number of pages (the ranges' sum),
-            // inside the mapping; a byte the handler may set.
-            unsafe { std::ptr::read_volatile(marks.add(i)) != 0 }
-        };
-        for r in &t.range[..t.ranges] {
-            let pages = (r.end - r.start) / PAGE;
-            // Map every page that ran (closed ones fault and open alone).
-            for j in 0..pages {
-                if ran(r.first + j) {
-                    // SAFETY: a page of our own code mapping, read.
-                    unsafe { std::ptr::read_volatile((r.start + j * PAGE) as *const u8) };
+        let marks = (self.table as usize + PAGES_AT) as *mut u8;
+        // This function's pages and its callee's, too: what runs once pages
+        // start to go must be kept, as a dropped page that runs comes back
+        // with its neighbours (fault-around).
+        let this = [
+            Learning::finish as *const () as usize,
+            syscall3 as *const () as usize,
+        ];
+        for &code in this.iter().chain(functions) {
+            let first = code & !(PAGE - 1);
+            for page in [first, first + PAGE, first + 2 * PAGE] {
+                if let Some(r) = t.range[..t.ranges]
+                    .iter()
+                    .find(|r| (r.start..r.end).contains(&page))
+                {
+                    // SAFETY: a byte of the table, for a page of range r.
+                    unsafe {
+                        marks
+                            .add(r.first + (page - r.start) / PAGE)
+                            .write_volatile(SERVER_RUN)
+                    };
                 }
             }
+        }
+        let pagemap = std::fs::File::open("/proc/self/pagemap").ok();
+        let keep: Vec<Vec<bool>> = t.range[..t.ranges]
+            .iter()
+            .map(|r| {
+                let pages = (r.end - r.start) / PAGE;
+                let own = own_pages(pagemap.as_ref(), r.start, pages);
+                // SAFETY: `i` below the range's page count: a table byte.
+                let marked = |i: usize| unsafe { marks.add(r.first + i).read_volatile() } != 0;
+                (0..pages).map(|i| marked(i) || own[i]).collect()
+            })
+            .collect();
+        drop(pagemap);
+        // From here on, only code on kept pages: no calls but syscall3.
+        for (r, keep) in t.range[..t.ranges].iter().zip(&keep) {
+            // Map every page to keep (fault-around maps its neighbours
+            // too; they go next).
+            for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+                // SAFETY: a page of our own code mapping, read.
+                unsafe { std::ptr::read_volatile((r.start + i * PAGE) as *const u8) };
+            }
             // Drop every other one.
-            let mut j = 0;
-            while j < pages {
-                let gap = j;
-                while j < pages && !ran(r.first + j) {
-                    j += 1;
+            let mut i = 0;
+            while i < keep.len() {
+                let gap = i;
+                while i < keep.len() && !keep[i] {
+                    i += 1;
                 }
-                if j > gap {
+                if i > gap {
                     syscall3(
                         libc::SYS_madvise,
                         r.start + gap * PAGE,
-                        (j - gap) * PAGE,
+                        (i - gap) * PAGE,
                         libc::MADV_DONTNEED as usize,
                     );
                 }
-                j += 1;
+                i += 1;
             }
         }
-        // Open the code again: each range becomes one mapping again.
-        for r in &t.range[..t.ranges] {
-            let rx = (libc::PROT_READ | libc::PROT_EXEC) as usize;
-            syscall3(libc::SYS_mprotect, r.start, r.end - r.start, rx);
-        }
-        // SAFETY: putting back the action `start` replaced.
-        unsafe { libc::sigaction(libc::SIGSEGV, &self.old, std::ptr::null_mut()) };
         TABLE.store(std::ptr::null_mut(), Ordering::Release);
         syscall3(libc::SYS_munmap, self.table as usize, self.len, 0);
+        // Not freed: the allocator's pages may be gone (a few bytes, once).
+        std::mem::forget(keep);
     }
+}
+
+/// Which of the `pages` pages from `start` are this process's own (a
+/// private anonymous copy, present or swapped out): dropping one would
+/// lose what it holds. All of them when `pagemap` cannot be read.
+fn own_pages(pagemap: Option<&std::fs::File>, start: usize, pages: usize) -> Vec<bool> {
+    use std::os::unix::fs::FileExt;
+    const PRESENT: u64 = 1 << 63;
+    const SWAPPED: u64 = 1 << 62;
+    const FILE_OR_SHARED: u64 = 1 << 61;
+    let mut entries = vec![0u8; pages * 8];
+    let read = pagemap.is_some_and(|f| {
+        f.read_exact_at(&mut entries, (start / PAGE * 8) as u64)
+            .is_ok()
+    });
+    entries
+        .chunks_exact(8)
+        .map(|e| {
+            let e = u64::from_le_bytes(e.try_into().expect("8 bytes"));
+            !read || e & SWAPPED != 0 || (e & PRESENT != 0 && e & FILE_OR_SHARED == 0)
+        })
+        .collect()
 }
 
 /// Addresses `[start, end)`.
