@@ -1,8 +1,9 @@
 //! The fork server inside libdst: forking before main, at
 //! dst_setup_complete under DST_DEFER=1, and persistent mode (dst_run);
 //! every mode gives the same run for the same input, and a crash costs only
-//! the child. The server's learning run (which code pages runs execute)
-//! changes no run, and leaves the server far less code mapped.
+//! the child. The server's learning runs (which code pages runs execute)
+//! change no run, leave the server far less code mapped, register the
+//! faults runs use, and survive a C library whose fork blocks signals.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -249,5 +250,37 @@ fn the_server_registers_the_faults_its_learning_runs_used() {
     let mut learned = executor(&program, &[], &log);
     let (indices, _) = every_run_fault_indices(&mut learned);
     assert!(indices.windows(2).all(|w| w[0] == w[1]), "{indices:?}");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn a_fork_that_blocks_signals_does_not_stop_the_server() {
+    let program = build_server("blocking-fork");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shim = std::env::temp_dir().join(format!("dst-c-fork-shim-{}.so", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&shim)
+        .arg(manifest.join("tests/c/fork_blocks_signals.c"))
+        .arg("-lpthread")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let log = std::env::temp_dir().join(format!("dst-c-server-blocking-{}", std::process::id()));
+    let mut unlearned = executor(&program, &[], &log);
+    unlearned.set_env("DST_FORKSERVER_LEARN", "0");
+    unlearned.set_env("LD_PRELOAD", &shim);
+    let expected = hashes(&mut unlearned);
+    assert_eq!(unlearned.launch_mode(), "fork server");
+    drop(unlearned);
+
+    // Learning (the default) with that fork: the server still serves, and
+    // gives the same runs.
+    let mut learned = executor(&program, &[], &log);
+    learned.set_env("LD_PRELOAD", &shim);
+    assert_eq!(hashes(&mut learned), expected);
+    assert_eq!(learned.launch_mode(), "fork server");
+    let _ = std::fs::remove_file(&shim);
     let _ = std::fs::remove_file(&log);
 }
