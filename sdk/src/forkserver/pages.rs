@@ -12,24 +12,27 @@
 //! faulted), about 440 pages for examples/c-kv, of which a run executes
 //! about 70. The rest was a fifth of each run's cost.
 //!
-//! How: before it greets the executor, the server forks [`LEARNING_RUNS`]
-//! *learning runs*, one after the other. Each closes every code page
-//! (`PROT_NONE`) and installs [`on_fault`] for `SIGSEGV`, which records
-//! the page of each fault in a table shared with the server and opens that
-//! page alone; makes the calls the server's loop makes (a read and a write
-//! of nothing, a futex wake, a wait), so that the server's pages are
-//! recorded too; privatizes its copies of the shared mappings (the region:
-//! the executor sees nothing of it); and runs the program, the first with
-//! the empty input, the others with pseudo-random ones. After
-//! [`LEARNING_TIME`] the server kills the one going and starts no other.
-//! Then the server maps every recorded page and drops all others
-//! (`MADV_DONTNEED`; never a page it has changed, which holds its only
-//! copy). The server itself is never traced: nothing can kill it.
+//! How: recording a process means closing every code page (`PROT_NONE`)
+//! and installing [`on_fault`] for `SIGSEGV`, which marks the page of each
+//! fault in a table shared with the server and opens that page alone.
+//! Before it greets the executor, the server records itself while it makes
+//! the calls its loop makes (a read and a write of nothing, a futex wake, a
+//! wait), then opens its code again. It then forks [`LEARNING_RUNS`]
+//! *learning runs*, one after the other; each records itself, privatizes
+//! its copies of the shared mappings (the region: the executor sees
+//! nothing of it) and runs the program, the first with the empty input,
+//! the others with pseudo-random ones; and one more learning process that
+//! records itself while it forks as the server does (the server does not
+//! record its own fork: see below). After [`LEARNING_TIME`] the server
+//! kills the one going and starts no other. Then it maps every marked page
+//! and drops all others (`MADV_DONTNEED`; never a page it has changed,
+//! which holds its only copy).
 //!
-//! A learning run that blocks `SIGSEGV` while it runs a closed page (the
-//! C library does, inside `pthread_create`, `posix_spawn`, and `fork` from
-//! glibc 2.41 on) dies there, with its learning cut short: a threaded
-//! program's runs are learned up to their first thread. Learning runs are
+//! A process that blocks `SIGSEGV` while it runs a closed page (the C
+//! library does, inside `pthread_create`, `posix_spawn`, and `fork` from
+//! glibc 2.41 on) dies there. So the server records only calls that block
+//! nothing; a learning process that dies that way has its learning cut
+//! short: a threaded program's runs are learned up to their first thread. Learning runs are
 //! real executions of the program: their effects on files and other
 //! processes happen (a few runs more than the explorer asked for); they
 //! dump no core, and whatever they start is killed with them.
