@@ -259,21 +259,8 @@ impl Log {
     /// ends without dropping it (LibAFL's crash handler exits at once)
     /// leaves nothing behind in /dev/shm.
     pub fn anonymous() -> std::io::Result<Log> {
-        // SAFETY: a fresh anonymous shared mapping; the result is checked.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Log::owning(base.cast(), std::ffi::CString::default()))
+        let base = crate::shm::anonymous_mapping(SIZE, true)?;
+        Ok(Log::owning(base, std::ffi::CString::default()))
     }
 
     /// The name to put in [`ENV`] (empty for an anonymous log).

@@ -65,13 +65,7 @@ mod pages {
         pub(super) fn untrace(&self, _: &libc::sigaction) {}
         pub(super) fn no_core_dump(&self) {}
         pub(super) fn privatize(&self) {}
-        pub(super) fn wait(
-            &self,
-            _: libc::pid_t,
-            _: std::time::Instant,
-            _: impl Fn(libc::pid_t, i32) -> bool,
-        ) {
-        }
+        pub(super) fn wait(&self, _: libc::pid_t, _: std::time::Instant) {}
         pub(super) fn finish(self, _: &[usize]) {}
     }
 }
@@ -194,72 +188,9 @@ fn serve() {
     let header = crate::runtime::shared_header().expect("attached above");
     share_code_with_children();
     SERVER.store(std::process::id(), Ordering::Relaxed);
-    if let Some(learning) = pages::Learning::start() {
-        // The server records the calls its loop makes, but not fork: the
-        // C library may run code with SIGSEGV blocked there, and a fault
-        // then would end the server. Its descriptors are read and written
-        // with nothing.
-        if !signal_blocked(libc::SIGSEGV)
-            && let Some(previous) = learning.trace(pages::SERVER_RUN)
-        {
-            read_word(ctl_fd, 0);
-            write_all(status_fd, &[]);
-            crate::futex::wake(&LEARNING_WORD);
-            reap(-1, libc::WNOHANG);
-            learning.untrace(&previous);
-        }
-        let deadline = std::time::Instant::now() + pages::LEARNING_TIME;
-        for run in 1..=pages::LEARNING_RUNS {
-            if std::time::Instant::now() >= deadline {
-                break;
-            }
-            let pid = fork_child(ctl_fd, status_fd);
-            if pid == 0 {
-                LEARNING.store(true, Ordering::Relaxed);
-                learning.no_core_dump();
-                if learning.trace(run).is_none() {
-                    // SAFETY: ending a learning run, which nobody sees.
-                    unsafe { libc::_exit(125) };
-                }
-                learning.privatize();
-                if run > 1 {
-                    crate::runtime::replace_input(&pages::learning_input(u64::from(run)));
-                }
-                return;
-            }
-            if pid < 0 {
-                break;
-            }
-            learning.wait(pid, deadline, |pid, flags| reap(pid, flags).is_some());
-        }
-        // A learning process that forks as the server does, both sides of
-        // the fork traced; with a C library that blocks signals in fork,
-        // it just dies.
-        if std::time::Instant::now() < deadline {
-            let pid = fork_child(ctl_fd, status_fd);
-            if pid == 0 {
-                LEARNING.store(true, Ordering::Relaxed);
-                learning.no_core_dump();
-                if learning.trace(pages::FORK_RUN).is_some() {
-                    let pid = fork_child(-1, -1);
-                    if pid > 0 {
-                        reap(pid, 0);
-                    }
-                }
-                // SAFETY: ending a learning process (and its child), which
-                // nobody sees, without the program's exit handlers.
-                unsafe { libc::_exit(0) };
-            }
-            if pid > 0 {
-                learning.wait(pid, deadline, |pid, flags| reap(pid, flags).is_some());
-            }
-        }
-        if let Some(register) = FAULT_REGISTRAR.get() {
-            for (name, file, line) in learning.faults() {
-                register(&name, &file, line);
-            }
-        }
-        learning.finish(&[serve as *const () as usize]);
+    if learn(ctl_fd, status_fd) {
+        // A learning run: on into the program.
+        return;
     }
     if !write_all(status_fd, &hello) {
         return;
@@ -292,6 +223,72 @@ fn serve() {
         header.done.store(DONE_EXITED | run, Ordering::Release);
         crate::futex::wake(&header.done);
     }
+}
+
+/// Learns which code pages runs execute, if it can (see [`pages`]):
+/// returns true in a learning run, which goes on into the program, false
+/// in the server once it is done.
+fn learn(ctl_fd: i32, status_fd: i32) -> bool {
+    let Some(learning) = pages::Learning::start() else {
+        return false;
+    };
+    // The server records the calls its loop makes, but not fork: the C
+    // library may run code with SIGSEGV blocked there, and a fault then
+    // would end the server. Its descriptors are read and written with
+    // nothing.
+    if !signal_blocked(libc::SIGSEGV)
+        && let Some(previous) = learning.trace(pages::SERVER_RUN)
+    {
+        read_word(ctl_fd, 0);
+        write_all(status_fd, &[]);
+        crate::futex::wake(&LEARNING_WORD);
+        reap(-1, libc::WNOHANG);
+        learning.untrace(&previous);
+    }
+    // The learning runs, then one more learning process that forks as the
+    // server does, both sides of the fork traced (with a C library that
+    // blocks signals in fork, it just dies).
+    let deadline = std::time::Instant::now() + pages::LEARNING_TIME;
+    for run in (1..=pages::LEARNING_RUNS).chain([pages::FORK_RUN]) {
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        let pid = fork_child(ctl_fd, status_fd);
+        if pid < 0 {
+            break;
+        }
+        if pid > 0 {
+            learning.wait(pid, deadline);
+            continue;
+        }
+        LEARNING.store(true, Ordering::Relaxed);
+        learning.no_core_dump();
+        if learning.trace(run).is_none() {
+            // SAFETY: ending a learning process, which nobody sees.
+            unsafe { libc::_exit(125) };
+        }
+        if run == pages::FORK_RUN {
+            let pid = fork_child(-1, -1);
+            if pid > 0 {
+                reap(pid, 0);
+            }
+            // SAFETY: ending a learning process (and its child), which
+            // nobody sees, without the program's exit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        learning.privatize();
+        if run > 1 {
+            crate::runtime::replace_input(&pages::learning_input(u64::from(run)));
+        }
+        return true;
+    }
+    if let Some(register) = FAULT_REGISTRAR.get() {
+        for (name, file, line) in learning.faults() {
+            register(&name, &file, line);
+        }
+    }
+    learning.finish(&[serve as *const () as usize, learn as *const () as usize]);
+    false
 }
 
 /// Whether `signal` is blocked in this thread.

@@ -544,24 +544,10 @@ impl Region {
     #[cfg(unix)]
     pub fn shared(layout: Layout) -> std::io::Result<Region> {
         let len = layout.total_size();
-        // SAFETY: an anonymous shared mapping of `len` bytes; no file, no
-        // fixed address. The result is checked against MAP_FAILED.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let base = crate::shm::anonymous_mapping(len, true)?;
         let backing = Backing::Mapping { len, unlink: None };
         // SAFETY: a fresh, zeroed, page-aligned mapping of `len` bytes.
-        Ok(unsafe { Region::init(base.cast(), layout, backing) })
+        Ok(unsafe { Region::init(base, layout, backing) })
     }
 
     /// A zeroed region with `layout` in a new POSIX shared-memory segment

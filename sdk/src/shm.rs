@@ -46,6 +46,34 @@ pub(crate) fn open_from_env() -> Option<Region> {
     None
 }
 
+/// Maps `len` zeroed bytes of anonymous memory, read and write: shared
+/// with the children this process forks (`shared`), or private to it. The
+/// caller unmaps it.
+#[cfg(unix)]
+pub fn anonymous_mapping(len: usize, shared: bool) -> std::io::Result<*mut u8> {
+    let sharing = if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    };
+    // SAFETY: a fresh anonymous mapping of `len` bytes; no file, no fixed
+    // address. The result is checked against MAP_FAILED.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            sharing | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(base.cast())
+}
+
 /// Creates the POSIX shared-memory segment `name` (mode 0600; it must not
 /// exist yet) of `len` zeroed bytes and maps it, shared. On failure nothing
 /// is left behind. The caller unmaps it and unlinks the name.

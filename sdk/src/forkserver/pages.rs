@@ -64,8 +64,9 @@ pub(super) const LEARNING_TIME: Duration = Duration::from_secs(1);
 const LEARNING_INPUT: usize = 256;
 
 /// The input of learning run `run` (from 2; the first has the empty
-/// input): bytes of splitmix64 seeded with the run's number. Every byte is a decision, so a run of it takes
-/// the paths the explorer's mutated inputs take, not only the nominal one.
+/// input): bytes of splitmix64 seeded with the run's number. Every byte
+/// is a decision, so a run of it takes the paths the explorer's mutated
+/// inputs take, not only the nominal one.
 pub(super) fn learning_input(run: u64) -> Vec<u8> {
     let mut state = run;
     let mut input = Vec::with_capacity(LEARNING_INPUT);
@@ -101,8 +102,8 @@ struct Range {
 }
 
 /// The shared table (a `MAP_SHARED` anonymous mapping, so that the
-/// learning run's records reach the server), followed by one byte per
-/// page of the ranges: 1 once that page ran.
+/// learning runs' records reach the server), followed by one byte per
+/// page of the ranges ([`Learning::mark`]).
 #[repr(C)]
 struct Table {
     ranges: usize,
@@ -266,6 +267,13 @@ pub(super) struct Learning {
 }
 
 impl Learning {
+    /// The table's byte for `page` (in range `r`): nonzero once a run
+    /// opened it, the number of the last that did.
+    fn mark(&self, r: &Range, page: usize) -> *mut u8 {
+        debug_assert!((r.start..r.end).contains(&page));
+        (self.table as usize + PAGES_AT + r.first + (page - r.start) / PAGE) as *mut u8
+    }
+
     /// In the server: the table of its code and shared mappings, or
     /// `None` when learning is off or cannot work here.
     pub(super) fn start() -> Option<Learning> {
@@ -276,21 +284,7 @@ impl Learning {
         let (code, shared) = mappings(&maps)?;
         let pages: usize = code.iter().map(|&(s, e)| (e - s) / PAGE).sum();
         let len = (PAGES_AT + pages).next_multiple_of(PAGE);
-        // SAFETY: a fresh anonymous mapping; checked below.
-        let table = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if table == libc::MAP_FAILED {
-            return None;
-        }
-        let table = table as *mut Table;
+        let table = crate::shm::anonymous_mapping(len, true).ok()? as *mut Table;
         // SAFETY: the mapping is zeroed, `len` bytes, page aligned; Table
         // is plain integers, so zero is a valid value; no run exists yet.
         let t = unsafe { &mut *table };
@@ -351,8 +345,7 @@ impl Learning {
             kernel_action[2] & !(PAGE - 1),
         ];
         // SAFETY: the table is ours; learning runs go one at a time.
-        let t = unsafe { &mut *self.table };
-        let marks = (self.table as usize + PAGES_AT) as *mut u8;
+        let t = unsafe { &*self.table };
         for r in &t.range[..t.ranges] {
             let mut page = r.start;
             while page < r.end {
@@ -371,12 +364,8 @@ impl Learning {
                 if page < r.end {
                     // Kept open, so marked: the server needs them too
                     // (its loop shares their pages).
-                    // SAFETY: a byte of the table, for a page of range r.
-                    unsafe {
-                        marks
-                            .add(r.first + (page - r.start) / PAGE)
-                            .write_volatile(run)
-                    };
+                    // SAFETY: a byte of the mapped table.
+                    unsafe { self.mark(r, page).write_volatile(run) };
                 }
                 page += PAGE;
             }
@@ -417,24 +406,17 @@ impl Learning {
         let t = unsafe { &*self.table };
         for &(start, end) in &t.shared_at[..t.shared] {
             let len = end - start;
+            let Ok(copy) = crate::shm::anonymous_mapping(len, false) else {
+                // SAFETY: ending a learning run, which nobody sees.
+                unsafe { libc::_exit(125) };
+            };
             // SAFETY: a fresh private mapping, filled with the shared
             // one's bytes, then moved over it: the same addresses, now
             // private to this process. Nothing else runs meanwhile.
             unsafe {
-                let copy = libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                );
-                if copy == libc::MAP_FAILED {
-                    libc::_exit(125);
-                }
-                std::ptr::copy_nonoverlapping(start as *const u8, copy as *mut u8, len);
+                std::ptr::copy_nonoverlapping(start as *const u8, copy, len);
                 let moved = libc::mremap(
-                    copy,
+                    copy.cast(),
                     len,
                     len,
                     libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
@@ -448,17 +430,12 @@ impl Learning {
     }
 
     /// In the server: waits for the learning run `pid` to end, at most
-    /// until `deadline`, reaping it with `reap`; then kills its process
-    /// group (it, if it is still going, and whatever it started).
-    pub(super) fn wait(
-        &self,
-        pid: libc::pid_t,
-        deadline: Instant,
-        reap: impl Fn(libc::pid_t, i32) -> bool,
-    ) {
+    /// until `deadline`, and reaps it; then kills its process group (it,
+    /// if it is still going, and whatever it started).
+    pub(super) fn wait(&self, pid: libc::pid_t, deadline: Instant) {
         let mut ended = false;
         while !ended && Instant::now() < deadline {
-            ended = reap(pid, libc::WNOHANG);
+            ended = super::reap(pid, libc::WNOHANG).is_some();
             if !ended {
                 std::thread::sleep(Duration::from_micros(200));
             }
@@ -470,7 +447,7 @@ impl Learning {
             libc::kill(pid, libc::SIGKILL);
         }
         if !ended {
-            reap(pid, 0);
+            super::reap(pid, 0);
         }
     }
 
@@ -506,7 +483,6 @@ impl Learning {
     pub(super) fn finish(self, functions: &[usize]) {
         // SAFETY: the table is ours; no learning run is going.
         let t = unsafe { &*self.table };
-        let marks = (self.table as usize + PAGES_AT) as *mut u8;
         // This function's pages and its callee's, too: what runs once pages
         // start to go must be kept, as a dropped page that runs comes back
         // with its neighbours (fault-around).
@@ -521,12 +497,8 @@ impl Learning {
                     .iter()
                     .find(|r| (r.start..r.end).contains(&page))
                 {
-                    // SAFETY: a byte of the table, for a page of range r.
-                    unsafe {
-                        marks
-                            .add(r.first + (page - r.start) / PAGE)
-                            .write_volatile(SERVER_RUN)
-                    };
+                    // SAFETY: a byte of the mapped table.
+                    unsafe { self.mark(r, page).write_volatile(SERVER_RUN) };
                 }
             }
         }
@@ -536,9 +508,9 @@ impl Learning {
             .map(|r| {
                 let pages = (r.end - r.start) / PAGE;
                 let own = own_pages(pagemap.as_ref(), r.start, pages);
-                // SAFETY: `i` below the range's page count: a table byte.
-                let marked = |i: usize| unsafe { marks.add(r.first + i).read_volatile() } != 0;
-                (0..pages).map(|i| marked(i) || own[i]).collect()
+                // SAFETY: a byte of the mapped table.
+                let marked = |i: usize| unsafe { self.mark(r, r.start + i * PAGE).read_volatile() };
+                (0..pages).map(|i| marked(i) != 0 || own[i]).collect()
             })
             .collect();
         drop(pagemap);
