@@ -28,14 +28,56 @@ pub mod pthread;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use dst_sdk::catalog::{self, Site, c};
 use dst_sdk::random::ForeignSite;
 
 /// Record addresses already registered, with their catalog indices.
 static REGISTERED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
-/// Fault names, with their registered sites.
-static FAULTS: Mutex<Option<HashMap<String, &'static Site>>> = Mutex::new(None);
+/// Fault names, with their registered sites and catalog indices.
+static FAULTS: Mutex<Option<HashMap<String, (&'static Site, usize)>>> = Mutex::new(None);
+
+/// The faults the fork server registered before serving
+/// ([`preregister_fault`]), frozen: keyed by the names' FNV-64 hashes.
+static LEARNED_FAULTS: AtomicPtr<Frozen<(&'static Site, usize)>> =
+    AtomicPtr::new(std::ptr::null_mut());
+/// [`REGISTERED`] as [`dst_register_catalog`] left it, frozen: keyed by
+/// record address.
+static REGISTERED_FROZEN: AtomicPtr<Frozen<usize>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// A lookup table that never changes once published, read without a lock.
+/// A forked run's first write to a page copies the page, and taking the
+/// [`FAULTS`] or [`REGISTERED`] lock was the only write to theirs in a run
+/// of examples/c-kv; what the fork server registered before it forks is
+/// looked up here instead.
+struct Frozen<T>(Box<[(u64, T)]>);
+
+impl<T: Copy> Frozen<T> {
+    /// Publishes `entries` in `slot`. The table it replaces is not freed (a
+    /// few are made, once each, and another thread may be reading it).
+    fn publish(slot: &AtomicPtr<Frozen<T>>, mut entries: Vec<(u64, T)>) {
+        entries.sort_by_key(|e| e.0);
+        let table = Box::into_raw(Box::new(Frozen(entries.into_boxed_slice())));
+        slot.store(table, Ordering::Release);
+    }
+
+    /// The entry under `key` that `matches`, in the table `slot` holds.
+    fn find(slot: &AtomicPtr<Frozen<T>>, key: u64, matches: impl Fn(&T) -> bool) -> Option<T> {
+        let table = slot.load(Ordering::Acquire);
+        if table.is_null() {
+            return None;
+        }
+        // SAFETY: published by `publish` from a leaked box, never freed.
+        let entries = unsafe { &(*table).0 };
+        let first = entries.partition_point(|e| e.0 < key);
+        entries[first..]
+            .iter()
+            .take_while(|e| e.0 == key)
+            .find(|e| matches(&e.1))
+            .map(|e| e.1)
+    }
+}
 
 fn leak(text: &str) -> &'static str {
     Box::leak(text.to_string().into_boxed_str())
@@ -74,6 +116,8 @@ pub unsafe extern "C" fn dst_register_catalog(start: *const u8, stop: *const u8)
         for record in c::parse(section) {
             register(start as usize + record.offset, &record, registered);
         }
+        let entries = registered.iter().map(|(&at, &index)| (at as u64, index));
+        Frozen::publish(&REGISTERED_FROZEN, entries.collect());
     }
     // dst.h calls this from a constructor, before main: the fork server
     // (when an explorer asks for one, and DST_DEFER does not) starts here,
@@ -96,6 +140,22 @@ unsafe fn index_of(site: *const u8, slot: *mut u32) -> Option<usize> {
     if cached != 0 {
         return Some(cached as usize - 1);
     }
+    let index = match Frozen::find(&REGISTERED_FROZEN, site as u64, |_| true) {
+        Some(index) => index,
+        // SAFETY: forwarded from this function's contract.
+        None => unsafe { registered_index(site) }?,
+    };
+    // SAFETY: as above.
+    unsafe { slot.write_volatile(index as u32 + 1) };
+    Some(index)
+}
+
+/// The catalog index of the record at `site`, registering it if no
+/// constructor did (a binary built without one).
+///
+/// # Safety
+/// As for [`index_of`].
+unsafe fn registered_index(site: *const u8) -> Option<usize> {
     let mut registered = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
     let registered = registered.get_or_insert_with(HashMap::new);
     let index = match registered.get(&(site as usize)) {
@@ -111,8 +171,6 @@ unsafe fn index_of(site: *const u8, slot: *mut u32) -> Option<usize> {
             register(site as usize, &record, registered)
         }
     };
-    // SAFETY: as above.
-    unsafe { slot.write_volatile(index as u32 + 1) };
     Some(index)
 }
 
@@ -279,14 +337,14 @@ pub extern "C" fn dst_random_bool() -> bool {
     dst_sdk::random::bool()
 }
 
-/// The catalog entry of fault `name`, registered on its first use in this
-/// process (which gives it its file, from `file`, and line). Looked up
-/// without allocating.
-fn fault_site(name: &str, line: u32, file: impl FnOnce() -> String) -> &'static Site {
+/// The catalog entry of fault `name` and its index, registered on its
+/// first use in this process (which gives it its file, from `file`, and
+/// line). Looked up without allocating.
+fn fault_site(name: &str, line: u32, file: impl FnOnce() -> String) -> (&'static Site, usize) {
     let mut faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
     let faults = faults.get_or_insert_with(HashMap::new);
-    if let Some(site) = faults.get(name) {
-        return site;
+    if let Some(&found) = faults.get(name) {
+        return found;
     }
     let file = file();
     dst_sdk::forkserver::learned_fault(name, &file, line);
@@ -301,15 +359,21 @@ fn fault_site(name: &str, line: u32, file: impl FnOnce() -> String) -> &'static 
         id: catalog::site_hash(name, 0, 0),
     });
     let site = catalog::get(index).expect("just registered");
-    faults.insert(name.to_string(), site);
-    site
+    faults.insert(name.to_string(), (site, index));
+    (site, index)
 }
 
 /// Registers fault `name` as its first use at `file`:`line` would: the fork
 /// server does, for the names its learning runs used, so that runs find
-/// them registered.
+/// them registered (in [`LEARNED_FAULTS`]).
 fn preregister_fault(name: &str, file: &str, line: u32) {
     fault_site(name, line, || file.to_string());
+    let faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
+    let entries = faults
+        .iter()
+        .flatten()
+        .map(|(_, &(site, index))| (dst_sdk::hash::fnv64(site.message.as_bytes()), (site, index)));
+    Frozen::publish(&LEARNED_FAULTS, entries.collect());
 }
 
 /// Starts the fork server, if an explorer asks for one (see
@@ -336,6 +400,17 @@ pub unsafe extern "C" fn dst_fault(name: *const c_char) -> bool {
 /// `name` and `file` must be null or NUL-terminated strings.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dst_fault_at(name: *const c_char, file: *const c_char, line: u32) -> bool {
+    if !name.is_null() {
+        // SAFETY: caller's contract.
+        let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+        let hash = dst_sdk::hash::fnv64(bytes);
+        let learned = Frozen::find(&LEARNED_FAULTS, hash, |(site, _)| {
+            site.message.as_bytes() == bytes
+        });
+        if let Some((site, index)) = learned {
+            return dst_sdk::runtime::__fault_at(site, index);
+        }
+    }
     let name = if name.is_null() {
         std::borrow::Cow::Borrowed("unnamed fault")
     } else {
@@ -352,7 +427,7 @@ pub unsafe extern "C" fn dst_fault_at(name: *const c_char, file: *const c_char, 
                 .into_owned()
         }
     });
-    dst_sdk::runtime::__fault(site)
+    dst_sdk::runtime::__fault_at(site.0, site.1)
 }
 
 /// # Safety

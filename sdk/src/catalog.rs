@@ -12,6 +12,7 @@
 //! empty there, and local mode registers each site on its first use.
 
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 #[cfg(not(target_family = "wasm"))]
 #[doc(hidden)]
@@ -164,7 +165,7 @@ impl Site {
                 Some(i) => CATALOG.len() + i,
                 // A wasm module's sites are registered on first use.
                 None if cfg!(target_family = "wasm") => {
-                    foreign.push(self);
+                    push_foreign(&mut foreign, self);
                     CATALOG.len() + foreign.len() - 1
                 }
                 None => usize::MAX,
@@ -220,12 +221,34 @@ pub struct SiteInfo {
 /// a binary linking libdst, read from its `dst_catalog` section.
 static FOREIGN: std::sync::Mutex<Vec<&'static Site>> = std::sync::Mutex::new(Vec::new());
 
+/// How many of [`FOREIGN`]'s sites [`get`] finds without its lock.
+const UNLOCKED: usize = 1 << 14;
+
+/// [`FOREIGN`]'s first [`UNLOCKED`] sites, each stored once registered and
+/// never changed: [`get`] reads them without the lock, whose word is the only
+/// thing a run would otherwise write on its page (and a forked run copies
+/// each page it first writes).
+static UNLOCKED_SITES: [AtomicPtr<Site>; UNLOCKED] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; UNLOCKED];
+
 fn foreign() -> std::sync::MutexGuard<'static, Vec<&'static Site>> {
     let mut foreign = FOREIGN.lock().unwrap_or_else(|p| p.into_inner());
     if foreign.is_empty() {
-        foreign.extend(BUILTIN.iter());
+        for site in BUILTIN.iter() {
+            push_foreign(&mut foreign, site);
+        }
     }
     foreign
+}
+
+/// Appends `site` to the locked `foreign` sites, and to [`UNLOCKED_SITES`]
+/// if it fits.
+fn push_foreign(foreign: &mut Vec<&'static Site>, site: &'static Site) {
+    if let Some(slot) = UNLOCKED_SITES.get(foreign.len()) {
+        debug_assert!(slot.load(Ordering::Relaxed).is_null());
+        slot.store(std::ptr::from_ref(site).cast_mut(), Ordering::Release);
+    }
+    foreign.push(site);
 }
 
 const fn builtin(message: &'static str, line: u32) -> Site {
@@ -270,7 +293,7 @@ pub(crate) const OUTLIVES: usize = 2;
 pub fn register(site: Site) -> usize {
     let site: &'static Site = Box::leak(Box::new(site));
     let mut foreign = foreign();
-    foreign.push(site);
+    push_foreign(&mut foreign, site);
     CATALOG.len() + foreign.len() - 1
 }
 
@@ -286,9 +309,18 @@ pub fn count() -> usize {
 
 /// The site at `index`.
 pub fn get(index: usize) -> Option<&'static Site> {
-    CATALOG
-        .get(index)
-        .or_else(|| foreign().get(index.checked_sub(CATALOG.len())?).copied())
+    if let Some(site) = CATALOG.get(index) {
+        return Some(site);
+    }
+    let at = index.checked_sub(CATALOG.len())?;
+    let unlocked = UNLOCKED_SITES
+        .get(at)
+        .map(|slot| slot.load(Ordering::Acquire));
+    match unlocked {
+        // SAFETY: only `push_foreign` stores here: a leaked or static site.
+        Some(site) if !site.is_null() => Some(unsafe { &*site }),
+        _ => foreign().get(at).copied(),
+    }
 }
 
 /// The catalog of this binary, in index order.
@@ -596,5 +628,44 @@ pub mod c {
             at = (at + size).div_ceil(8) * 8;
         }
         records
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(message: &'static str) -> Site {
+        Site {
+            kind: Kind::Fault,
+            message,
+            condition: "",
+            file: "",
+            line: 0,
+            column: 0,
+            module: "",
+            id: site_hash(message, 0, 0),
+        }
+    }
+
+    #[test]
+    fn registered_sites_are_found_by_index_with_and_without_the_lock() {
+        let indices: Vec<usize> = ["first", "second"]
+            .into_iter()
+            .map(|m| register(fault(m)))
+            .collect();
+        for (index, message) in indices.iter().zip(["first", "second"]) {
+            let site = get(*index).expect("registered");
+            assert_eq!(site.message, message);
+            assert_eq!(site.index(), *index);
+            let at = index - CATALOG.len();
+            let unlocked = UNLOCKED_SITES[at].load(Ordering::Acquire);
+            assert!(std::ptr::eq(unlocked, site), "readable without the lock");
+            assert!(std::ptr::eq(foreign()[at], site), "the same site under it");
+        }
+        assert!(get(usize::MAX).is_none());
+        // The built-in sites come first, found both ways too.
+        let builtin = get(CATALOG.len()).expect("a built-in site");
+        assert!(std::ptr::eq(builtin, &BUILTIN[0]));
     }
 }

@@ -933,6 +933,13 @@ pub fn __details<T: serde::Serialize + ?Sized>(details: &T) -> Option<String> {
 /// A fault point: one decision byte; records the outcome on the fault's site.
 #[doc(hidden)]
 pub fn __fault(site: &'static Site) -> bool {
+    __fault_at(site, usize::MAX)
+}
+
+/// [`__fault`] for a site whose catalog index the caller knows
+/// (`usize::MAX`: look it up).
+#[doc(hidden)]
+pub fn __fault_at(site: &'static Site, index: usize) -> bool {
     let mut byte = [0u8; 1];
     let fired = decide(
         decision::Kind::Fault,
@@ -941,7 +948,12 @@ pub fn __fault(site: &'static Site) -> bool {
         Value::AtLeast(decision::FAULT_THRESHOLD),
     ) != 0;
     if !__quiet() {
-        __assert(site, fired, f64::NAN, || None);
+        let index = if index == usize::MAX {
+            site.index()
+        } else {
+            index
+        };
+        assert_at(site, index, fired, f64::NAN, || None);
     }
     fired
 }
