@@ -83,9 +83,10 @@ fn hashes(exec: &mut Process) -> Vec<(u64, bool)> {
         .collect()
 }
 
-/// Pages of executable file mappings resident in the one fork server this
-/// test process has running `program` (its child with that executable).
-fn server_code_pages(program: &Path) -> usize {
+/// Pages of file mappings with permissions `perms` (`r-xp`: code;
+/// `r--p`: read-only data) resident in the one fork server this test
+/// process has running `program` (its child with that executable).
+fn server_pages(program: &Path, perms: &str) -> usize {
     let me = std::process::id().to_string();
     let servers: Vec<_> = std::fs::read_dir("/proc")
         .unwrap()
@@ -117,7 +118,7 @@ fn server_code_pages(program: &Path) -> usize {
             .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
         {
             code =
-                fields.get(1) == Some(&"r-xp") && fields.get(5).is_some_and(|p| p.starts_with('/'));
+                fields.get(1) == Some(&perms) && fields.get(5).is_some_and(|p| p.starts_with('/'));
         } else if code && fields.first() == Some(&"Rss:") {
             pages += fields[1].parse::<usize>().unwrap() / 4;
         }
@@ -141,7 +142,8 @@ fn every_fork_server_mode_gives_the_same_runs() {
     assert_eq!(lines(&log, "setup"), 20);
     assert!(expected.iter().any(|(_, failed)| *failed), "some runs fail");
     assert!(expected.iter().any(|(_, failed)| !*failed), "some pass");
-    let unlearned = server_code_pages(&program);
+    let unlearned = server_pages(&program, "r-xp");
+    let unlearned_data = server_pages(&program, "r--p");
     drop(plain);
 
     // With learning runs (the default): main runs up to four times more,
@@ -152,10 +154,15 @@ fn every_fork_server_mode_gives_the_same_runs() {
     assert_eq!(hashes(&mut learned), expected);
     let setups = lines(&log, "setup");
     assert!((21..=24).contains(&setups), "{setups} setups");
-    let pages = server_code_pages(&program);
+    let pages = server_pages(&program, "r-xp");
     assert!(
         pages > 0 && pages * 2 < unlearned,
         "code pages mapped in the server: {pages} learned, {unlearned} without"
+    );
+    let data = server_pages(&program, "r--p");
+    assert!(
+        data > 0 && data * 2 < unlearned_data,
+        "read-only data pages mapped in the server: {data} learned, {unlearned_data} without"
     );
     drop(learned);
 

@@ -402,7 +402,7 @@ fn share_code_with_children() {
         return;
     };
     for (start, end, perms, path) in map_entries(&maps) {
-        if !is_code(perms, path) {
+        if handed_on(perms, path) != Some(Handed::Code) {
             continue;
         }
         let addr = start as *mut libc::c_void;
@@ -440,9 +440,29 @@ fn map_entries(maps: &str) -> impl Iterator<Item = (usize, usize, &str, &str)> {
     })
 }
 
-/// Code: executable, private, file-backed (not [vdso] or [vsyscall]).
-fn is_code(perms: &str, path: &str) -> bool {
-    perms == "r-xp" && path.starts_with('/')
+/// What a private file mapping is to a fork server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handed {
+    /// Executable: its page tables are handed on to children
+    /// ([`share_code_with_children`]), cut down to what runs execute.
+    Code,
+    /// Read-only data (constants, and relocated data made read-only): its
+    /// page tables are handed on once learning found which pages runs read
+    /// (`pages`). Without learning, handing on every one the server has
+    /// mapped cost more than the children's faults it saved.
+    ReadOnly,
+}
+
+/// Whether a mapping (`perms` and path as `/proc/self/maps` lists them)
+/// is one whose page tables a fork server may hand on, and as what:
+/// private and file-backed (not [vdso] or [vsyscall]).
+fn handed_on(perms: &str, path: &str) -> Option<Handed> {
+    match perms {
+        _ if !path.starts_with('/') => None,
+        "r-xp" => Some(Handed::Code),
+        "r--p" => Some(Handed::ReadOnly),
+        _ => None,
+    }
 }
 
 /// Persistent mode: runs `body` once per input in this process. Under a

@@ -1,20 +1,26 @@
-//! Which code pages a fork server's runs execute, learned once before the
-//! first run, so that every forked child starts with exactly those pages
-//! mapped: no more (each costs a page-table entry to copy at fork and to
-//! tear down at exit) and no fewer (each missing one costs the child a
-//! page fault).
+//! Which code pages a fork server's runs execute, and which read-only data
+//! pages they read, learned once before the first run, so that every forked
+//! child starts with exactly those pages mapped: no more (each costs a
+//! page-table entry to copy at fork and to tear down at exit) and no fewer
+//! (each missing one costs the child a page fault).
 //!
 //! Why: fork copies a private mapping's page tables only if the mapping
 //! has private pages, so the server gives each code mapping one
-//! (`share_code_with_children`). Fork then copies every page the server has
-//! mapped: its whole start (the dynamic loader, libdst's setup, and the
-//! kernel's fault-around, which maps up to 16 neighbours of every page
-//! faulted), about 440 pages for examples/c-kv, of which a run executes
-//! about 70. The rest was a fifth of each run's cost.
+//! (`share_code_with_children`), and each read-only data mapping one once
+//! learning is done ([`Learning::finish`]). Fork then copies every page the
+//! server has mapped: its whole start (the dynamic loader, libdst's setup,
+//! and the kernel's fault-around, which maps up to 16 neighbours of every
+//! page faulted), about 440 code pages for examples/c-kv, of which a run
+//! executes about 70. The rest was a fifth of each run's cost. Read-only
+//! data is handed on only when learned: all of it cost more than the
+//! children's faults it saved (12 us against 6 us a run of c-kv).
 //!
-//! How: recording a process means closing every code page (`PROT_NONE`)
+//! How: recording a process means closing every code and read-only page (`PROT_NONE`)
 //! and installing [`on_fault`] for `SIGSEGV`, which marks the page of each
 //! fault in a table shared with the server and opens that page alone.
+//! (A system call handed a closed page fails instead, `EFAULT`: a learning
+//! run that passes the kernel a constant string, to `open` say, learns less
+//! past that.)
 //! Before it greets the executor, the server records itself while it makes
 //! the calls its loop makes (a read and a write of nothing, a futex wake, a
 //! wait), then opens its code again. It then forks [`LEARNING_RUNS`]
@@ -91,14 +97,15 @@ pub(super) const FORK_RUN: u8 = LEARNING_RUNS + 2;
 /// Bytes of `on_fault` kept open, from its first instruction.
 const HANDLER_BYTES: usize = 256;
 
-/// One executable file mapping: `[start, end)`; its pages' bytes in the
-/// table start at `first`.
+/// One file mapping learned: code, or read-only data; `[start, end)`, its
+/// protection `prot`; its pages' bytes in the table start at `first`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Range {
     start: usize,
     end: usize,
     first: usize,
+    prot: usize,
 }
 
 /// The shared table (a `MAP_SHARED` anonymous mapping, so that the
@@ -129,8 +136,8 @@ static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
 static RUN: AtomicU8 = AtomicU8::new(0);
 
 /// The `SIGSEGV` handler while recording (`rdi` signal, `rsi` siginfo,
-/// `rdx` context). If the fault is a read or a fetch in a code range, marks
-/// its page with [`RUN`] and opens it (`mprotect` read and execute), and
+/// `rdx` context). If the fault is a read or a fetch in a range, marks its
+/// page with [`RUN`] and opens it (`mprotect` to the range's protection), and
 /// returns: the instruction runs again. Otherwise (a write, a fault
 /// elsewhere, an `mprotect` that failed) it puts back the default action
 /// and returns, so the access faults again and ends the process as it
@@ -165,7 +172,7 @@ extern "C" fn on_fault(_signal: i32, _info: *mut libc::siginfo_t, _context: *mut
         "mov byte ptr [rax + r10 + {pages}], dl",
         "mov rdi, r8",
         "mov esi, 4096",
-        "mov edx, {rx}",
+        "mov rdx, qword ptr [r9 + {prot}]",
         "mov eax, {mprotect}",
         "syscall",
         "test rax, rax",
@@ -203,7 +210,7 @@ extern "C" fn on_fault(_signal: i32, _info: *mut libc::siginfo_t, _context: *mut
         first = const offset_of!(Range, first),
         range_size = const size_of::<Range>(),
         pages = const PAGES_AT,
-        rx = const libc::PROT_READ | libc::PROT_EXEC,
+        prot = const offset_of!(Range, prot),
         mprotect = const libc::SYS_mprotect,
         sigsegv = const libc::SIGSEGV,
         rt_sigaction = const libc::SYS_rt_sigaction,
@@ -281,16 +288,22 @@ impl Learning {
             return None;
         }
         let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let (code, shared) = mappings(&maps)?;
-        let pages: usize = code.iter().map(|&(s, e)| (e - s) / PAGE).sum();
+        let (trusted, program) = trusted_objects();
+        let (code, shared) = mappings(&maps, &trusted, program)?;
+        let pages: usize = code.iter().map(|&(s, e, _)| (e - s) / PAGE).sum();
         let len = (PAGES_AT + pages).next_multiple_of(PAGE);
         let table = crate::shm::anonymous_mapping(len, true).ok()? as *mut Table;
         // SAFETY: the mapping is zeroed, `len` bytes, page aligned; Table
         // is plain integers, so zero is a valid value; no run exists yet.
         let t = unsafe { &mut *table };
         let mut first = 0;
-        for (i, &(start, end)) in code.iter().enumerate() {
-            t.range[i] = Range { start, end, first };
+        for (i, &(start, end, prot)) in code.iter().enumerate() {
+            t.range[i] = Range {
+                start,
+                end,
+                first,
+                prot,
+            };
             first += (end - start) / PAGE;
         }
         t.ranges = code.len();
@@ -378,9 +391,8 @@ impl Learning {
     pub(super) fn untrace(&self, previous: &libc::sigaction) {
         // SAFETY: the table is ours.
         let t = unsafe { &*self.table };
-        let rx = (libc::PROT_READ | libc::PROT_EXEC) as usize;
         for r in &t.range[..t.ranges] {
-            syscall3(libc::SYS_mprotect, r.start, r.end - r.start, rx);
+            syscall3(libc::SYS_mprotect, r.start, r.end - r.start, r.prot);
         }
         // SAFETY: putting back the action `trace` replaced.
         unsafe { libc::sigaction(libc::SIGSEGV, previous, std::ptr::null_mut()) };
@@ -515,6 +527,23 @@ impl Learning {
             .collect();
         drop(pagemap);
         // From here on, only code on kept pages: no calls but syscall3.
+        for r in t.range[..t.ranges].iter().filter(|r| r.prot == R) {
+            // As `share_code_with_children` does to code: one private page
+            // (its first byte written back), so that fork copies this
+            // mapping's page tables (the page itself goes below, if runs
+            // read nothing there: the mapping keeps what makes fork copy).
+            let rw = (libc::PROT_READ | libc::PROT_WRITE) as usize;
+            if syscall3(libc::SYS_mprotect, r.start, r.end - r.start, rw) == 0 {
+                // SAFETY: the first byte of a mapping of our own, now
+                // writable, written back with the value it holds; the
+                // server has one thread.
+                unsafe {
+                    let byte = r.start as *mut u8;
+                    byte.write_volatile(byte.read_volatile());
+                }
+                syscall3(libc::SYS_mprotect, r.start, r.end - r.start, R);
+            }
+        }
         for (r, keep) in t.range[..t.ranges].iter().zip(&keep) {
             // Map every page to keep (fault-around maps its neighbours
             // too; they go next).
@@ -571,22 +600,72 @@ fn own_pages(pagemap: Option<&std::fs::File>, start: usize, pages: usize) -> Vec
 
 /// Addresses `[start, end)`.
 type Span = (usize, usize);
+/// Addresses `[start, end)` and their protection.
+type Protected = (usize, usize, usize);
 
-/// The executable file mappings (code) and the shared writable ones, from
-/// `/proc/self/maps`; `None` if there are more than the table holds.
-fn mappings(maps: &str) -> Option<(Vec<Span>, Vec<Span>)> {
+/// The file mappings to learn, with their protections: code (executable)
+/// first, then the read-only data of the objects holding the `trusted`
+/// addresses but not the `program` address, as many as the table holds;
+/// and the shared writable mappings; from `/proc/self/maps`. `None` if
+/// there is no code, or more code or shared mappings than the table holds.
+fn mappings(maps: &str, trusted: &[usize], program: usize) -> Option<(Vec<Protected>, Vec<Span>)> {
+    let entries: Vec<_> = super::map_entries(maps).collect();
+    let path_of = |address: usize| {
+        let mut holding = entries
+            .iter()
+            .filter(|(s, e, _, _)| (*s..*e).contains(&address));
+        holding
+            .next()
+            .map(|e| e.3)
+            .filter(|path| path.starts_with('/'))
+    };
+    let program = path_of(program);
+    let trusted: Vec<&str> = trusted
+        .iter()
+        .filter_map(|&a| path_of(a))
+        .filter(|&path| Some(path) != program)
+        .collect();
     let mut code = Vec::new();
+    let mut data = Vec::new();
     let mut shared = Vec::new();
-    for (start, end, perms, path) in super::map_entries(maps) {
-        if super::is_code(perms, path) {
-            code.push((start, end));
-        } else if perms.starts_with("rw") && perms.ends_with('s') {
-            shared.push((start, end));
+    for &(start, end, perms, path) in &entries {
+        match super::handed_on(perms, path) {
+            Some(super::Handed::Code) => code.push((start, end, RX)),
+            Some(super::Handed::ReadOnly) if trusted.contains(&path) => data.push((start, end, R)),
+            None if perms.starts_with("rw") && perms.ends_with('s') => shared.push((start, end)),
+            _ => {}
         }
     }
-    (!code.is_empty() && code.len() <= MAX_RANGES && shared.len() <= MAX_SHARED)
-        .then_some((code, shared))
+    if code.is_empty() || code.len() > MAX_RANGES || shared.len() > MAX_SHARED {
+        return None;
+    }
+    let room = MAX_RANGES - code.len();
+    code.extend(data.into_iter().take(room));
+    Some((code, shared))
 }
+
+/// Addresses in the objects whose read-only data is learned: the C
+/// library, the dynamic loader and libdst; and the program's entry point
+/// (libdst linked into the program is not one of them). Closing a page
+/// makes a system call handed a pointer into it fail (`EFAULT`) rather
+/// than fault; these objects hand the kernel no constant that a run
+/// depends on, where a program may (a file name to open), and its
+/// learning run would then go on differently.
+fn trusted_objects() -> (Vec<usize>, usize) {
+    // SAFETY: reads of this process's auxiliary vector.
+    let (loader, entry) = unsafe {
+        (
+            libc::getauxval(libc::AT_BASE),
+            libc::getauxval(libc::AT_ENTRY),
+        )
+    };
+    let c_library = libc::write as *const () as usize;
+    let ours = trusted_objects as *const () as usize;
+    (vec![c_library, loader as usize, ours], entry as usize)
+}
+
+const RX: usize = (libc::PROT_READ | libc::PROT_EXEC) as usize;
+const R: usize = libc::PROT_READ as usize;
 
 #[cfg(test)]
 mod tests {
@@ -601,9 +680,19 @@ mod tests {
 8888-9999 rw-p 00000000 00:00 0
 9999-aaaa r-xp 00000000 00:00 0 [vdso]
 ";
-        let (code, shared) = mappings(maps).unwrap();
-        assert_eq!(code, vec![(0x6666, 0x7777)]);
+        // The program's read-only data is not learned; a trusted
+        // object's is.
+        let (code, shared) = mappings(maps, &[0x5555], 0x6666).unwrap();
+        assert_eq!(code, vec![(0x6666, 0x7777, RX)]);
         assert_eq!(shared, vec![(0x7777, 0x8888)]);
-        assert!(mappings("8888-9999 rw-p 00000000 00:00 0\n").is_none());
+        let (code, _) = mappings(maps, &[0x5555], 0x9999).unwrap();
+        assert_eq!(code, vec![(0x6666, 0x7777, RX), (0x5555, 0x6666, R)]);
+        let (code, _) = mappings(maps, &[0x8888], 0x9999).unwrap();
+        assert_eq!(
+            code,
+            vec![(0x6666, 0x7777, RX)],
+            "anonymous: nothing to trust"
+        );
+        assert!(mappings("8888-9999 rw-p 00000000 00:00 0\n", &[], 0).is_none());
     }
 }
