@@ -175,12 +175,7 @@ impl RunRecord {
         // SAFETY: `coverage_ptr` is the validated coverage section; the run is
         // over, so nothing writes to it while we read.
         let map = unsafe { std::slice::from_raw_parts(map, if full { len } else { 0 }) };
-        let coverage: Vec<(u32, u8)> = map
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c != 0)
-            .map(|(i, c)| (i as u32, *c))
-            .collect();
+        let coverage = nonzero_counters(map);
         let failure = h.first_failure.load(order);
         let outcome = match end {
             End::Timeout => Outcome::Timeout,
@@ -216,5 +211,55 @@ impl RunRecord {
 
     pub fn signature(&self) -> Option<Signature> {
         self.outcome.signature()
+    }
+}
+
+/// The nonzero counters of `map`, as (index, count), in index order. Most
+/// of a map is zero: eight counters at a time are skipped while they are.
+fn nonzero_counters(map: &[u8]) -> Vec<(u32, u8)> {
+    let mut found = Vec::new();
+    let (words, rest) = map.as_chunks::<8>();
+    for (w, word) in words.iter().enumerate() {
+        if u64::from_ne_bytes(*word) != 0 {
+            for (i, &c) in word.iter().enumerate() {
+                if c != 0 {
+                    found.push(((w * 8 + i) as u32, c));
+                }
+            }
+        }
+    }
+    for (i, &c) in rest.iter().enumerate() {
+        if c != 0 {
+            found.push(((words.len() * 8 + i) as u32, c));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nonzero_counters;
+
+    #[test]
+    fn nonzero_counters_are_every_nonzero_byte_in_order() {
+        for len in [0, 1, 7, 8, 9, 63, 64, 65, 1000] {
+            let map: Vec<u8> = (0..len)
+                .map(|i: usize| {
+                    if i % 5 == 3 || i + 1 == len {
+                        (i % 251) as u8 + 1
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let expected: Vec<(u32, u8)> = map
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c != 0)
+                .map(|(i, c)| (i as u32, *c))
+                .collect();
+            assert_eq!(nonzero_counters(&map), expected, "{len} counters");
+        }
+        assert!(nonzero_counters(&[0; 4096]).is_empty());
     }
 }
