@@ -205,6 +205,10 @@ impl<F: FnMut()> Executor for Forking<F> {
         Some(self.timeout)
     }
 
+    fn ends_overdue_runs(&self) -> bool {
+        true
+    }
+
     fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }

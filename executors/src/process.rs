@@ -681,6 +681,10 @@ impl Executor for Process {
         Some(self.timeout)
     }
 
+    fn ends_overdue_runs(&self) -> bool {
+        true
+    }
+
     fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }

@@ -176,6 +176,8 @@ impl Campaign {
 
     /// Folds one run into the campaign and says what was new.
     pub fn observe(&mut self, input: &[u8], record: &RunRecord) -> Novelty {
+        // Per property: reached, held, broke, evaluations, best guidance.
+        type Seen = (bool, bool, bool, u64, Option<f64>);
         self.executions += 1;
         if record.status & STATUS_CONTROLLED != 0 {
             self.controlled_runs += 1;
@@ -187,8 +189,8 @@ impl Campaign {
             }
         }
         // Aggregate the run's sites per property first: one run counts once.
-        let mut per_property: BTreeMap<&str, (bool, bool, bool, u64, Option<f64>)> =
-            BTreeMap::new();
+        // (A run reaches a few sites: a list, not a map, in message order.)
+        let mut per_property: Vec<(&str, Seen)> = Vec::with_capacity(record.sites.len());
         for site in &record.sites {
             let Some(info) = self.catalog.get(site.index as usize) else {
                 continue;
@@ -196,9 +198,15 @@ impl Campaign {
             if info.kind == Kind::Fault {
                 continue;
             }
-            let entry = per_property
-                .entry(info.message.as_str())
-                .or_insert((false, false, false, 0, None));
+            let message = info.message.as_str();
+            let at = match per_property.iter().position(|(m, _)| *m == message) {
+                Some(at) => at,
+                None => {
+                    per_property.push((message, (false, false, false, 0, None)));
+                    per_property.len() - 1
+                }
+            };
+            let entry = &mut per_property[at].1;
             entry.0 = true;
             entry.1 |= site.flags & SITE_TRUE != 0;
             entry.2 |= site.flags & SITE_FALSE != 0;
@@ -207,6 +215,7 @@ impl Campaign {
                 entry.4 = Some(entry.4.map_or(g, |b: f64| b.min(g)));
             }
         }
+        per_property.sort_unstable_by_key(|(message, _)| *message);
         for (message, (hit, was_true, was_false, evaluations, guidance)) in per_property {
             let Some(p) = self.properties.get_mut(message) else {
                 continue;

@@ -158,6 +158,14 @@ pub trait Executor {
         None
     }
 
+    /// Whether this executor ends a run that outlives [`Executor::timeout`]
+    /// itself (it kills the process, stops the guest): then nothing around
+    /// it needs a timer of its own. False where the limit is a backstop
+    /// the caller enforces (runs bounded by fuel or an instruction budget).
+    fn ends_overdue_runs(&self) -> bool {
+        false
+    }
+
     /// Changes the per-run time limit for the following runs (ignored by
     /// executors that do not time runs).
     fn set_timeout(&mut self, timeout: Duration) {
@@ -214,6 +222,9 @@ macro_rules! forward {
             }
             fn timeout(&self) -> Option<Duration> {
                 (**self).timeout()
+            }
+            fn ends_overdue_runs(&self) -> bool {
+                (**self).ends_overdue_runs()
             }
             fn set_timeout(&mut self, timeout: Duration) {
                 (**self).set_timeout(timeout);

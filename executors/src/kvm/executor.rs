@@ -663,6 +663,10 @@ impl Executor for Kvm {
         Some(self.timeout)
     }
 
+    fn ends_overdue_runs(&self) -> bool {
+        true
+    }
+
     fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }

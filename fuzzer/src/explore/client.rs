@@ -89,6 +89,9 @@ pub(crate) fn client<EM: ClientManager>(
     result
 }
 
+/// A limit no run reaches (a century).
+const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// The time limit LibAFL's executor enforces around one run: the run's own
 /// limit for a target in this process; more for an executor that enforces
 /// the limit itself (and reports a timeout as an end of run).
@@ -123,6 +126,7 @@ fn client_inner<EM: ClientManager>(
     let known = store::known_findings(&options.findings_dir)?;
     let limit = harness_timeout(&*exec, options.timeout);
     let in_this_process = exec.timeout().is_none();
+    let ends_overdue_runs = exec.ends_overdue_runs();
     let target = Rc::new(RefCell::new(Target { exec, end: None }));
 
     let ((edges_ptr, edges_len), (decisions_ptr, decisions_len)) = {
@@ -224,6 +228,11 @@ fn client_inner<EM: ClientManager>(
         // that enforce their own limit keep the per-run timer: a periodic
         // alarm would interrupt their waits and their guests.
         *executor.inprocess_hooks_mut().timer_mut() = TimerStruct::batch_mode(limit);
+    } else if ends_overdue_runs {
+        // The executor kills a run past its limit itself: LibAFL's timer
+        // is armed once, never to fire (batch mode re-arms only near its
+        // limit), instead of two timer_settime calls every run.
+        *executor.inprocess_hooks_mut().timer_mut() = TimerStruct::batch_mode(NEVER);
     }
 
     if state.corpus().count() == 0 {
