@@ -83,10 +83,38 @@ fn hashes(exec: &mut Process) -> Vec<(u64, bool)> {
         .collect()
 }
 
+/// The mappings of the one fork server this test process has running
+/// `program`.
+fn server_mappings(program: &Path) -> usize {
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server_of(program))).unwrap();
+    maps.lines().count()
+}
+
 /// Pages of file mappings with permissions `perms` (`r-xp`: code;
 /// `r--p`: read-only data) resident in the one fork server this test
 /// process has running `program` (its child with that executable).
 fn server_pages(program: &Path, perms: &str) -> usize {
+    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", server_of(program))).unwrap();
+    let mut code = false;
+    let mut pages = 0;
+    for line in smaps.lines() {
+        let fields: Vec<_> = line.split_whitespace().collect();
+        if fields
+            .first()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            code =
+                fields.get(1) == Some(&perms) && fields.get(5).is_some_and(|p| p.starts_with('/'));
+        } else if code && fields.first() == Some(&"Rss:") {
+            pages += fields[1].parse::<usize>().unwrap() / 4;
+        }
+    }
+    pages
+}
+
+/// The pid of the one fork server this test process has running `program`
+/// (its child with that executable).
+fn server_of(program: &Path) -> String {
     let me = std::process::id().to_string();
     let servers: Vec<_> = std::fs::read_dir("/proc")
         .unwrap()
@@ -108,22 +136,7 @@ fn server_pages(program: &Path, perms: &str) -> usize {
         })
         .collect();
     assert_eq!(servers.len(), 1, "{servers:?}");
-    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", servers[0])).unwrap();
-    let mut code = false;
-    let mut pages = 0;
-    for line in smaps.lines() {
-        let fields: Vec<_> = line.split_whitespace().collect();
-        if fields
-            .first()
-            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
-        {
-            code =
-                fields.get(1) == Some(&perms) && fields.get(5).is_some_and(|p| p.starts_with('/'));
-        } else if code && fields.first() == Some(&"Rss:") {
-            pages += fields[1].parse::<usize>().unwrap() / 4;
-        }
-    }
-    pages
+    servers[0].clone()
 }
 
 #[test]
@@ -144,6 +157,7 @@ fn every_fork_server_mode_gives_the_same_runs() {
     assert!(expected.iter().any(|(_, failed)| !*failed), "some pass");
     let unlearned = server_pages(&program, "r-xp");
     let unlearned_data = server_pages(&program, "r--p");
+    let unlearned_mappings = server_mappings(&program);
     drop(plain);
 
     // With learning runs (the default): main runs up to four times more,
@@ -163,6 +177,12 @@ fn every_fork_server_mode_gives_the_same_runs() {
     assert!(
         data > 0 && data * 2 < unlearned_data,
         "read-only data pages mapped in the server: {data} learned, {unlearned_data} without"
+    );
+    // The C library's constants (and the loader's) joined its code.
+    let mappings = server_mappings(&program);
+    assert!(
+        mappings + 2 <= unlearned_mappings,
+        "mappings in the server: {mappings} learned, {unlearned_mappings} without"
     );
     drop(learned);
 

@@ -487,6 +487,55 @@ impl Learning {
         faults
     }
 
+    /// In the server: makes each read-only range executable too, so that
+    /// the kernel joins it to the code mapping next to it (same file, next
+    /// pages, same protection), whose page tables forks copy already: one
+    /// mapping for fork to copy and exit to tear down, not two or three
+    /// (libc's and the loader's constants and code become one mapping
+    /// each). Which ranges were joined to a mapping with private pages;
+    /// the others get their protection back.
+    fn join_to_code(&self) -> Vec<bool> {
+        // SAFETY: the table is ours; no learning run is going.
+        let t = unsafe { &*self.table };
+        let ranges = &t.range[..t.ranges];
+        let rw = (libc::PROT_READ | libc::PROT_WRITE) as usize;
+        for r in ranges.iter().filter(|r| r.prot == R) {
+            // Writable for a moment first (nothing is written), as code
+            // was (`share_code_with_children`): the kernel then counts the
+            // mapping as committed memory, as it does the code's, and
+            // joins only mappings that agree on that too.
+            syscall3(libc::SYS_mprotect, r.start, r.end - r.start, rw);
+            syscall3(libc::SYS_mprotect, r.start, r.end - r.start, RX);
+        }
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+        let mut mappings = Vec::new();
+        for line in smaps.lines() {
+            if let Some((start, end, perms, _)) = super::map_entries(line).next() {
+                mappings.push((start, end, perms == "r-xp", false));
+            } else if let Some(kb) = line.strip_prefix("Anonymous:")
+                && let Some(last) = mappings.last_mut()
+            {
+                last.3 = kb.trim().trim_end_matches("kB").trim() != "0";
+            }
+        }
+        ranges
+            .iter()
+            .map(|r| {
+                if r.prot != R {
+                    return false;
+                }
+                let holding = mappings.iter().find(|m| (m.0..m.1).contains(&r.start));
+                let joined = holding.is_some_and(|&(start, end, rx, private)| {
+                    rx && private && (start < r.start || end > r.end)
+                });
+                if !joined {
+                    syscall3(libc::SYS_mprotect, r.start, r.end - r.start, R);
+                }
+                joined
+            })
+            .collect()
+    }
+
     /// In the server: keeps mapped exactly the code pages learning runs
     /// recorded, the pages of `functions` (the server's loop, which only
     /// partly ran traced) and every page it changed (a page of its own, the
@@ -514,6 +563,7 @@ impl Learning {
                 }
             }
         }
+        let joined = self.join_to_code();
         let pagemap = std::fs::File::open("/proc/self/pagemap").ok();
         let keep: Vec<Vec<bool>> = t.range[..t.ranges]
             .iter()
@@ -527,7 +577,8 @@ impl Learning {
             .collect();
         drop(pagemap);
         // From here on, only code on kept pages: no calls but syscall3.
-        for r in t.range[..t.ranges].iter().filter(|r| r.prot == R) {
+        let alone = t.range[..t.ranges].iter().zip(&joined);
+        for (r, _) in alone.filter(|(r, joined)| r.prot == R && !**joined) {
             // As `share_code_with_children` does to code: one private page
             // (its first byte written back), so that fork copies this
             // mapping's page tables (the page itself goes below, if runs
