@@ -192,6 +192,7 @@ fn serve() {
         // A learning run: on into the program.
         return;
     }
+    hand_on_region();
     if !write_all(status_fd, &hello) {
         return;
     }
@@ -422,6 +423,92 @@ fn share_code_with_children() {
                 libc::mprotect(addr, end - start, rx);
             }
         }
+    }
+}
+
+/// `MADV_GUARD_INSTALL` (Linux 6.13), which the libc crate does not name.
+const MADV_GUARD_INSTALL: i32 = 102;
+/// At most this many pages of a section are handed on.
+const HANDED_SECTION_PAGES: usize = 16;
+
+/// Makes every child start with the region's pages runs use mapped: the
+/// header and the input's first page, the coverage map's used part, the
+/// catalog's sites and the first decision records. Fork copies a shared
+/// mapping's page tables only where the mapping has an anonymous-memory
+/// record (`anon_vma`), which a guard page gives it on Linux 6.15 and
+/// later (a guard in a file mapping must survive fork). So the server puts
+/// one on the segment's spare page ([`crate::region::segment_size`]), maps
+/// the pages to hand on, and unmaps their neighbours: each child of
+/// examples/c-kv then takes five page faults fewer. After learning, which
+/// copies the whole segment, spare page too. Best effort: on an older
+/// kernel the guard is refused and nothing changes.
+fn hand_on_region() {
+    let Some(region) = crate::runtime::shared_region() else {
+        return;
+    };
+    let Some(spare) = region.spare_page() else {
+        return;
+    };
+    let page = crate::shm::page_size();
+    // SAFETY: a guard on the spare page of our own mapping of the segment,
+    // which nothing reads or writes.
+    if unsafe { libc::madvise(spare.cast(), page, MADV_GUARD_INSTALL) } != 0 {
+        return;
+    }
+    let view = region.view();
+    let s = view.sections();
+    let coverage = usize::try_from(crate::runtime::coverage_extent()).unwrap_or(usize::MAX);
+    let sites = crate::catalog::count().min(s.sites_capacity);
+    let hot = [
+        (0, s.input_offset + s.input_capacity.min(1)),
+        (s.coverage_offset, s.coverage_size.min(coverage)),
+        (
+            s.sites_offset,
+            sites * size_of::<crate::region::SiteState>(),
+        ),
+        (
+            s.decisions_offset,
+            s.decisions_capacity.min(1) * size_of::<crate::region::DecisionRecord>(),
+        ),
+    ];
+    let mut keep = vec![false; s.total_size.div_ceil(page)];
+    for (offset, len) in hot {
+        let first = offset / page;
+        let end = (offset + len)
+            .div_ceil(page)
+            .min(first + HANDED_SECTION_PAGES);
+        keep[first..end].fill(true);
+    }
+    // (Dropping this process's page tables alone: the segment keeps its
+    // memory.)
+    keep_mapped(view.base() as usize, page, &keep, |at, len| {
+        // SAFETY: whole pages of our own shared mapping, before the spare
+        // page; their contents stay in the segment.
+        unsafe { libc::madvise(at as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+    });
+}
+
+/// Maps the pages from `start` that `keep` marks (reads a byte of each)
+/// and has `drop` (address, length) unmap the others: reading a page maps
+/// up to 16 neighbours with it (the kernel's fault-around), so the ones not
+/// kept go after. Inlined: the fork server's learning calls it once pages
+/// of its code start to go.
+#[inline(always)]
+fn keep_mapped(start: usize, page: usize, keep: &[bool], mut drop: impl FnMut(usize, usize)) {
+    for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+        // SAFETY: the caller's mapping, read.
+        unsafe { std::ptr::read_volatile((start + i * page) as *const u8) };
+    }
+    let mut i = 0;
+    while i < keep.len() {
+        let gap = i;
+        while i < keep.len() && !keep[i] {
+            i += 1;
+        }
+        if i > gap {
+            drop(start + gap * page, (i - gap) * page);
+        }
+        i += 1;
     }
 }
 

@@ -24,6 +24,11 @@
 //! write. The validated layout ([`Sections`]) is kept outside the region, so
 //! a target that later writes over the header cannot move a section.
 //!
+//! A named shared-memory segment holding a region ([`Region::create_segment`])
+//! is [`segment_size`] long: the region in whole pages, then one spare page
+//! nothing touches (a fork server guards it, so that its children inherit
+//! the region's page tables).
+//!
 //! A [`Region`] owns region memory, whatever backs it (this process's heap,
 //! an anonymous shared mapping for forked children, a named shared-memory
 //! segment for another process, or memory a controller lent); every access
@@ -440,12 +445,15 @@ pub unsafe fn validate(base: *const u8, len: usize) -> Result<Sections, RegionEr
             found: header.header_size,
         });
     }
-    if header.total_size != len as u64 {
+    let in_segment = usize::try_from(header.total_size).is_ok_and(|t| segment_size(t) == len);
+    if header.total_size != len as u64 && !in_segment {
         return Err(RegionError::BadTotalSize {
             header: header.total_size,
             mapped: len,
         });
     }
+    // The region: a segment's spare page is no part of it.
+    let len = header.total_size as usize;
     let sections = [
         ("input", header.input_offset, Some(header.input_capacity)),
         (
@@ -555,7 +563,7 @@ impl Region {
     /// region is dropped: how another process reaches it (see [`crate::shm`]).
     #[cfg(unix)]
     pub fn create_segment(name: &CStr, layout: Layout) -> std::io::Result<Region> {
-        let len = layout.total_size();
+        let len = segment_size(layout.total_size());
         let base = crate::shm::create_mapping(name, len)?;
         let backing = Backing::Mapping {
             len,
@@ -620,6 +628,19 @@ impl Region {
         region
     }
 
+    /// The spare page of a segment's mapping (see [`segment_size`]), if
+    /// this region maps a whole segment.
+    #[cfg(unix)]
+    pub fn spare_page(&self) -> Option<*mut u8> {
+        let Backing::Mapping { len, .. } = self.backing else {
+            return None;
+        };
+        let total = self.sections.total_size;
+        // SAFETY: the mapping's last page, past the region's end.
+        (len == segment_size(total) && len > total)
+            .then(|| unsafe { self.base.add(len - crate::shm::page_size()) })
+    }
+
     /// A view of the region, for as long as the region lives.
     pub fn view(&self) -> RegionRef<'_> {
         RegionRef {
@@ -651,6 +672,21 @@ impl Drop for Region {
             }
         }
     }
+}
+
+/// The size of the shared-memory segment that holds a region of `total`
+/// bytes ([`Region::create_segment`]): whole pages, and one page more that
+/// nothing reads or writes, where a fork server puts a guard (see
+/// `forkserver::hand_on_region`).
+pub fn segment_size(total: usize) -> usize {
+    #[cfg(unix)]
+    let page = crate::shm::page_size();
+    #[cfg(not(unix))]
+    let page = 4096;
+    total
+        .checked_next_multiple_of(page)
+        .and_then(|whole| whole.checked_add(page))
+        .unwrap_or(usize::MAX)
 }
 
 /// Sections of nothing: those of a region until it is validated.

@@ -239,6 +239,18 @@ pub(crate) fn shared_header() -> Option<&'static crate::region::Header> {
     (!region.is_null()).then(|| unsafe { &*region }.view().header())
 }
 
+/// The attached shared segment's region (a process executor's), if one is
+/// attached.
+#[cfg(unix)]
+pub(crate) fn shared_region() -> Option<&'static Region> {
+    if local().is_some() {
+        return None;
+    }
+    let region = REGION.load(Ordering::Acquire);
+    // SAFETY: REGION holds null or a leaked, never freed `Region`.
+    (!region.is_null()).then(|| unsafe { &*region })
+}
+
 /// In a fork server's learning run, whose region is a private copy: runs
 /// `input` instead of the one the region holds.
 #[cfg(unix)]

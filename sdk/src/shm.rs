@@ -115,6 +115,14 @@ pub fn create_mapping(name: &std::ffi::CStr, len: usize) -> std::io::Result<*mut
     }
 }
 
+/// The size of a page.
+#[cfg(unix)]
+pub fn page_size() -> usize {
+    // SAFETY: a query with no arguments.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096).max(1)
+}
+
 /// Maps the existing segment `name`, shared, whole: its base and length.
 /// The segment stays; the caller unmaps the mapping.
 #[cfg(unix)]

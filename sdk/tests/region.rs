@@ -147,3 +147,41 @@ fn a_header_written_over_after_attach_moves_no_section() {
     assert_eq!(view.decisions().len(), 1);
     assert_eq!(view.sections().sites_capacity, dst::catalog::count() + 8);
 }
+
+#[test]
+fn a_segment_is_the_region_and_one_spare_page_nothing_else() {
+    let page = dst::shm::page_size();
+    let total = small().total_size();
+    let segment = dst::region::segment_size(total);
+    assert_eq!(segment, total.next_multiple_of(page) + page);
+    // A buffer as long as the segment, the region at its start.
+    let mut memory = vec![0u64; segment / 8 + page / 8];
+    let region = Region::new(small());
+    let view = region.view();
+    // SAFETY: the header is `size_of::<Header>()` bytes at the region's start.
+    let header = unsafe { std::slice::from_raw_parts(view.base(), size_of::<Header>()) };
+    let bytes: &mut [u8] = bytemuck_bytes(&mut memory);
+    bytes[..header.len()].copy_from_slice(header);
+    for (len, accepted) in [
+        (total, true),
+        (segment, true),
+        (segment - page, total == segment - page),
+        (segment + page, false),
+    ] {
+        // SAFETY: `len` bytes of `memory`, alive for the call.
+        let attached = unsafe { Region::borrowed(bytes.as_mut_ptr(), len) };
+        assert_eq!(attached.is_ok(), accepted, "{len} bytes mapped for {total}");
+        if let Ok(attached) = attached {
+            assert_eq!(
+                attached.view().sections().total_size,
+                total,
+                "the spare page is no part of it"
+            );
+        }
+    }
+}
+
+fn bytemuck_bytes(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: any u64 memory is valid as bytes; the length is in bytes.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
+}

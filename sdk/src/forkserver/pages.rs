@@ -596,29 +596,9 @@ impl Learning {
             }
         }
         for (r, keep) in t.range[..t.ranges].iter().zip(&keep) {
-            // Map every page to keep (fault-around maps its neighbours
-            // too; they go next).
-            for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-                // SAFETY: a page of our own code mapping, read.
-                unsafe { std::ptr::read_volatile((r.start + i * PAGE) as *const u8) };
-            }
-            // Drop every other one.
-            let mut i = 0;
-            while i < keep.len() {
-                let gap = i;
-                while i < keep.len() && !keep[i] {
-                    i += 1;
-                }
-                if i > gap {
-                    syscall3(
-                        libc::SYS_madvise,
-                        r.start + gap * PAGE,
-                        (i - gap) * PAGE,
-                        libc::MADV_DONTNEED as usize,
-                    );
-                }
-                i += 1;
-            }
+            super::keep_mapped(r.start, PAGE, keep, |at, len| {
+                syscall3(libc::SYS_madvise, at, len, libc::MADV_DONTNEED as usize);
+            });
         }
         TABLE.store(std::ptr::null_mut(), Ordering::Release);
         syscall3(libc::SYS_munmap, self.table as usize, self.len, 0);
