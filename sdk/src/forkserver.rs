@@ -323,10 +323,10 @@ fn fork_child(ctl_fd: i32, status_fd: i32) -> libc::pid_t {
             libc::close(ctl_fd);
             libc::close(status_fd);
         }
-    } else if pid > 0 {
-        // SAFETY: also done by the child; whichever comes first.
-        unsafe { libc::setpgid(pid, pid) };
     }
+    // (The server does not also set the child's group: until the child has,
+    // the child has started nothing that a kill of its group must reach,
+    // and the executor kills the child itself too when a run times out.)
     pid
 }
 
