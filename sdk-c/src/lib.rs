@@ -39,7 +39,7 @@ static REGISTERED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 static FAULTS: Mutex<Option<HashMap<String, (&'static Site, usize)>>> = Mutex::new(None);
 
 /// The faults the fork server registered before serving
-/// ([`preregister_fault`]), frozen: keyed by the names' FNV-64 hashes.
+/// ([`preregister_faults`]), frozen: keyed by the names' FNV-64 hashes.
 static LEARNED_FAULTS: AtomicPtr<Frozen<(&'static Site, usize)>> =
     AtomicPtr::new(std::ptr::null_mut());
 /// [`REGISTERED`] as [`dst_register_catalog`] left it, frozen: keyed by
@@ -363,11 +363,13 @@ fn fault_site(name: &str, line: u32, file: impl FnOnce() -> String) -> (&'static
     (site, index)
 }
 
-/// Registers fault `name` as its first use at `file`:`line` would: the fork
+/// Registers each fault (name, file, line) as its first use would: the fork
 /// server does, for the names its learning runs used, so that runs find
-/// them registered (in [`LEARNED_FAULTS`]).
-fn preregister_fault(name: &str, file: &str, line: u32) {
-    fault_site(name, line, || file.to_string());
+/// them registered, in [`LEARNED_FAULTS`], published once.
+fn preregister_faults(learned: &[dst_sdk::forkserver::LearnedFault]) {
+    for (name, file, line) in learned {
+        fault_site(name, *line, || file.clone());
+    }
     let faults = FAULTS.lock().unwrap_or_else(|p| p.into_inner());
     let entries = faults
         .iter()
@@ -379,7 +381,7 @@ fn preregister_fault(name: &str, file: &str, line: u32) {
 /// Starts the fork server, if an explorer asks for one (see
 /// `dst::forkserver`), able to register the faults runs use.
 fn start_fork_server() {
-    dst_sdk::forkserver::set_fault_registrar(preregister_fault);
+    dst_sdk::forkserver::set_fault_registrar(preregister_faults);
     dst_sdk::forkserver::on_load();
 }
 

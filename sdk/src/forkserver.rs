@@ -94,14 +94,17 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Registers a fault name in this process: set by libdst (`dst_fault`),
 /// called by the server for the names its learning runs used.
-static FAULT_REGISTRAR: std::sync::OnceLock<fn(&str, &str, u32)> = std::sync::OnceLock::new();
+static FAULT_REGISTRAR: std::sync::OnceLock<fn(&[LearnedFault])> = std::sync::OnceLock::new();
+
+/// A fault a learning run registered: its name, file and line.
+pub type LearnedFault = (String, String, u32);
 
 /// Names the function that registers a fault by name, file and line, so
 /// that the server registers the faults its learning runs used before it
 /// forks runs, and runs find them registered (C: libdst's `dst_fault`,
 /// whose names are known only when called). Set before the server starts.
 #[doc(hidden)]
-pub fn set_fault_registrar(register: fn(&str, &str, u32)) {
+pub fn set_fault_registrar(register: fn(&[LearnedFault])) {
     let _ = FAULT_REGISTRAR.set(register);
 }
 
@@ -192,7 +195,6 @@ fn serve() {
         // A learning run: on into the program.
         return;
     }
-    hand_on_region();
     if !write_all(status_fd, &hello) {
         return;
     }
@@ -231,6 +233,7 @@ fn serve() {
 /// in the server once it is done.
 fn learn(ctl_fd: i32, status_fd: i32) -> bool {
     let Some(learning) = pages::Learning::start() else {
+        hand_on_region();
         return false;
     };
     // The server records the calls its loop makes, but not fork: the C
@@ -284,10 +287,12 @@ fn learn(ctl_fd: i32, status_fd: i32) -> bool {
         return true;
     }
     if let Some(register) = FAULT_REGISTRAR.get() {
-        for (name, file, line) in learning.faults() {
-            register(&name, &file, line);
-        }
+        register(&learning.faults());
     }
+    // Before the code is cut down: what it runs would come back with its
+    // neighbours, in every child. After the learning runs, which copy the
+    // whole segment, spare page too.
+    hand_on_region();
     learning.finish(&[serve as *const () as usize, learn as *const () as usize]);
     false
 }
@@ -439,9 +444,8 @@ const HANDED_SECTION_PAGES: usize = 16;
 /// later (a guard in a file mapping must survive fork). So the server puts
 /// one on the segment's spare page ([`crate::region::segment_size`]), maps
 /// the pages to hand on, and unmaps their neighbours: each child of
-/// examples/c-kv then takes five page faults fewer. After learning, which
-/// copies the whole segment, spare page too. Best effort: on an older
-/// kernel the guard is refused and nothing changes.
+/// examples/c-kv then takes five page faults fewer. Best effort: on an
+/// older kernel the guard is refused and nothing changes.
 fn hand_on_region() {
     let Some(region) = crate::runtime::shared_region() else {
         return;
@@ -457,7 +461,11 @@ fn hand_on_region() {
     }
     let view = region.view();
     let s = view.sections();
-    let coverage = usize::try_from(crate::runtime::coverage_extent()).unwrap_or(usize::MAX);
+    // An extent of 0: not known, the whole map.
+    let coverage = match crate::runtime::coverage_extent() {
+        0 => usize::MAX,
+        bytes => usize::try_from(bytes).unwrap_or(usize::MAX),
+    };
     let sites = crate::catalog::count().min(s.sites_capacity);
     let hot = [
         (0, s.input_offset + s.input_capacity.min(1)),

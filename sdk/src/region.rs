@@ -43,8 +43,9 @@ use serde::{Deserialize, Serialize};
 
 /// `b"DSTREGN\0"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DSTREGN\0");
-/// Layout version; bumped on any change to the structs in this module.
-pub const VERSION: u32 = 3;
+/// Layout version; bumped on any change to the structs in this module or
+/// to how a region is held (4: a segment is [`segment_size`] long).
+pub const VERSION: u32 = 4;
 
 /// Header flag: the SDK also logs each decision's source location as an
 /// [`Event::DecisionSite`] (used by `replay` to explain a run).

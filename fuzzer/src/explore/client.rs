@@ -231,7 +231,9 @@ fn client_inner<EM: ClientManager>(
     } else if ends_overdue_runs {
         // The executor kills a run past its limit itself: LibAFL's timer
         // is armed once, never to fire (batch mode re-arms only near its
-        // limit), instead of two timer_settime calls every run.
+        // limit), instead of two timer_settime calls every run. (Its run
+        // counter, a u32, then never resets: it wraps after 2^32 runs,
+        // harmlessly in release builds.)
         *executor.inprocess_hooks_mut().timer_mut() = TimerStruct::batch_mode(NEVER);
     }
 

@@ -604,6 +604,7 @@ impl Learning {
         syscall3(libc::SYS_munmap, self.table as usize, self.len, 0);
         // Not freed: the allocator's pages may be gone (a few bytes, once).
         std::mem::forget(keep);
+        std::mem::forget(joined);
     }
 }
 
@@ -679,9 +680,11 @@ fn mappings(maps: &str, trusted: &[usize], program: usize) -> Option<(Vec<Protec
 /// library, the dynamic loader and libdst; and the program's entry point
 /// (libdst linked into the program is not one of them). Closing a page
 /// makes a system call handed a pointer into it fail (`EFAULT`) rather
-/// than fault; these objects hand the kernel no constant that a run
-/// depends on, where a program may (a file name to open), and its
-/// learning run would then go on differently.
+/// than fault. A program hands the kernel its own constants all the time
+/// (file names to open, messages to write), and its learning run would go
+/// on differently; these objects rarely do, for a few files of their own
+/// (the C library's `/etc/localtime`, its name-service files, the loader's
+/// cache), and a learning run then goes on as if the file were missing.
 fn trusted_objects() -> (Vec<usize>, usize) {
     // SAFETY: reads of this process's auxiliary vector.
     let (loader, entry) = unsafe {
