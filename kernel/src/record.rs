@@ -218,19 +218,16 @@ impl RunRecord {
 /// of a map is zero: eight counters at a time are skipped while they are.
 fn nonzero_counters(map: &[u8]) -> Vec<(u32, u8)> {
     let mut found = Vec::new();
-    let (words, rest) = map.as_chunks::<8>();
-    for (w, word) in words.iter().enumerate() {
-        if u64::from_ne_bytes(*word) != 0 {
-            for (i, &c) in word.iter().enumerate() {
-                if c != 0 {
-                    found.push(((w * 8 + i) as u32, c));
-                }
-            }
+    for (w, chunk) in map.chunks(8).enumerate() {
+        if let Ok(word) = <[u8; 8]>::try_from(chunk)
+            && u64::from_ne_bytes(word) == 0
+        {
+            continue;
         }
-    }
-    for (i, &c) in rest.iter().enumerate() {
-        if c != 0 {
-            found.push(((words.len() * 8 + i) as u32, c));
+        for (i, &c) in chunk.iter().enumerate() {
+            if c != 0 {
+                found.push(((w * 8 + i) as u32, c));
+            }
         }
     }
     found

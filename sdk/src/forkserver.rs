@@ -411,23 +411,40 @@ fn share_code_with_children() {
         if handed_on(perms, path) != Some(Handed::Code) {
             continue;
         }
-        let addr = start as *mut libc::c_void;
-        let rx = libc::PROT_READ | libc::PROT_EXEC;
-        // SAFETY: `start..end` is one of this process's own executable
-        // mappings, whole. The byte is written back with the value it
-        // holds while the mapping is briefly writable too, in a process
-        // with one thread (the server runs before main or at
-        // setup_complete), so no code runs from it changed; the
-        // protection goes back to what the map said.
+        let rx = (libc::PROT_READ | libc::PROT_EXEC) as usize;
+        give_private_page(start, end, rx, |at, len, prot| {
+            // SAFETY: changing the protection of one of this process's own
+            // mappings, whole (see `give_private_page`).
+            unsafe { libc::mprotect(at as *mut libc::c_void, len, prot as i32) == 0 }
+        });
+    }
+}
+
+/// Gives the private file mapping `[start, end)` (protection `prot`) one
+/// private page, so that forks copy its page tables: its first byte
+/// written back with the value it holds, while the whole mapping (so that
+/// it stays one) is briefly writable too; then its protection goes back.
+/// `mprotect` (address, length, protection) says whether it succeeded.
+/// The process has one thread (the server runs before main or at
+/// setup_complete), so nothing reads the mapping changed. Best effort: a
+/// mapping the kernel will not make writable is left as it is. Inlined:
+/// the fork server's learning calls it once pages of its code start to go.
+#[inline(always)]
+fn give_private_page(
+    start: usize,
+    end: usize,
+    prot: usize,
+    mprotect: impl Fn(usize, usize, usize) -> bool,
+) {
+    let writable = prot | libc::PROT_READ as usize | libc::PROT_WRITE as usize;
+    if mprotect(start, end - start, writable) {
+        // SAFETY: the first byte of a mapping of our own, now writable,
+        // written back with the value it holds.
         unsafe {
-            // The whole mapping, so that it stays one (a part would be
-            // split off, and only that part handed on).
-            if libc::mprotect(addr, end - start, rx | libc::PROT_WRITE) == 0 {
-                let byte = addr as *mut u8;
-                std::ptr::write_volatile(byte, std::ptr::read_volatile(byte));
-                libc::mprotect(addr, end - start, rx);
-            }
+            let byte = start as *mut u8;
+            byte.write_volatile(byte.read_volatile());
         }
+        mprotect(start, end - start, prot);
     }
 }
 

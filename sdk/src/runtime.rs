@@ -225,18 +225,14 @@ pub fn coverage_extent() -> u64 {
 #[cfg(unix)]
 pub(crate) fn attach_shared() -> bool {
     let _ = region();
-    local().is_none() && !REGION.load(Ordering::Acquire).is_null()
+    shared_region().is_some()
 }
 
 /// The header of the attached shared segment (a process executor's), if
 /// one is attached.
+#[cfg(unix)]
 pub(crate) fn shared_header() -> Option<&'static crate::region::Header> {
-    if local().is_some() {
-        return None;
-    }
-    let region = REGION.load(Ordering::Acquire);
-    // SAFETY: REGION holds null or a leaked, never freed `Region`.
-    (!region.is_null()).then(|| unsafe { &*region }.view().header())
+    shared_region().map(|region| region.view().header())
 }
 
 /// The attached shared segment's region (a process executor's), if one is
@@ -945,13 +941,18 @@ pub fn __details<T: serde::Serialize + ?Sized>(details: &T) -> Option<String> {
 /// A fault point: one decision byte; records the outcome on the fault's site.
 #[doc(hidden)]
 pub fn __fault(site: &'static Site) -> bool {
-    __fault_at(site, usize::MAX)
+    fault_at(site, None)
 }
 
-/// [`__fault`] for a site whose catalog index the caller knows
-/// (`usize::MAX`: look it up).
+/// [`__fault`] for a site whose catalog index the caller knows.
 #[doc(hidden)]
 pub fn __fault_at(site: &'static Site, index: usize) -> bool {
+    fault_at(site, Some(index))
+}
+
+/// A fault point at `site`, whose catalog index is looked up (only when an
+/// evaluation is recorded) if not given.
+fn fault_at(site: &'static Site, index: Option<usize>) -> bool {
     let mut byte = [0u8; 1];
     let fired = decide(
         decision::Kind::Fault,
@@ -960,11 +961,7 @@ pub fn __fault_at(site: &'static Site, index: usize) -> bool {
         Value::AtLeast(decision::FAULT_THRESHOLD),
     ) != 0;
     if !__quiet() {
-        let index = if index == usize::MAX {
-            site.index()
-        } else {
-            index
-        };
+        let index = index.unwrap_or_else(|| site.index());
         assert_at(site, index, fired, f64::NAN, || None);
     }
     fired

@@ -160,7 +160,7 @@ fn a_segment_is_the_region_and_one_spare_page_nothing_else() {
     let view = region.view();
     // SAFETY: the header is `size_of::<Header>()` bytes at the region's start.
     let header = unsafe { std::slice::from_raw_parts(view.base(), size_of::<Header>()) };
-    let bytes: &mut [u8] = bytemuck_bytes(&mut memory);
+    let bytes: &mut [u8] = as_bytes(&mut memory);
     bytes[..header.len()].copy_from_slice(header);
     for (len, accepted) in [
         (total, true),
@@ -181,7 +181,7 @@ fn a_segment_is_the_region_and_one_spare_page_nothing_else() {
     }
 }
 
-fn bytemuck_bytes(words: &mut [u64]) -> &mut [u8] {
+fn as_bytes(words: &mut [u64]) -> &mut [u8] {
     // SAFETY: any u64 memory is valid as bytes; the length is in bytes.
     unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
 }

@@ -579,21 +579,12 @@ impl Learning {
         // From here on, only code on kept pages: no calls but syscall3.
         let alone = t.range[..t.ranges].iter().zip(&joined);
         for (r, _) in alone.filter(|(r, joined)| r.prot == R && !**joined) {
-            // As `share_code_with_children` does to code: one private page
-            // (its first byte written back), so that fork copies this
-            // mapping's page tables (the page itself goes below, if runs
-            // read nothing there: the mapping keeps what makes fork copy).
-            let rw = (libc::PROT_READ | libc::PROT_WRITE) as usize;
-            if syscall3(libc::SYS_mprotect, r.start, r.end - r.start, rw) == 0 {
-                // SAFETY: the first byte of a mapping of our own, now
-                // writable, written back with the value it holds; the
-                // server has one thread.
-                unsafe {
-                    let byte = r.start as *mut u8;
-                    byte.write_volatile(byte.read_volatile());
-                }
-                syscall3(libc::SYS_mprotect, r.start, r.end - r.start, R);
-            }
+            // As code was (`share_code_with_children`); the page itself
+            // goes below if runs read nothing there: the mapping keeps what
+            // makes fork copy.
+            super::give_private_page(r.start, r.end, R, |at, len, prot| {
+                syscall3(libc::SYS_mprotect, at, len, prot) == 0
+            });
         }
         for (r, keep) in t.range[..t.ranges].iter().zip(&keep) {
             super::keep_mapped(r.start, PAGE, keep, |at, len| {
