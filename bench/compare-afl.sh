@@ -11,16 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 rounds=${2:-3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 command -v afl-fuzz >/dev/null || { echo "afl-fuzz not found: apt-get install afl++" >&2; exit 2; }
 
-cargo build -q --release -p dst-c -p dst-fuzz
-lib=$PWD/target/release
-clang -O2 -g -c -fsanitize-coverage=trace-pc-guard -Isdk-c/include examples/c-kv/kv.c -o "$work/kv.o"
-clang "$work/kv.o" -L"$lib" -ldst -Wl,-rpath,"$lib" -o "$work/kv-dst"
-AFL_QUIET=1 afl-clang-fast -O2 -g -Ibench/afl examples/c-kv/kv.c -o "$work/kv-afl" 2>/dev/null
-mkdir -p "$work/in" && printf 'AAAA' > "$work/in/seed"
+source bench/kv-fork.sh
 
 dst_rate() { # args to the program
   rm -rf "$work/dst"

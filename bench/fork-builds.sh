@@ -10,31 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: bash bench/fork-builds.sh BASE [ROUNDS]}
 rounds=${2:-3}
-work=$(mktemp -d)
+source bench/kv-fork.sh
 tree=$work/base
 trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add -q --detach "$tree" "$base"
 (cd "$tree" && cargo build -q --release -p dst-c -p dst-fuzz)
-cargo build -q --release -p dst-c -p dst-fuzz
-clang -O2 -g -c -fsanitize-coverage=trace-pc-guard -Isdk-c/include examples/c-kv/kv.c -o "$work/kv.o"
-clang "$work/kv.o" -L"$PWD/target/release" -ldst -o "$work/kv-dst"
-
-run() { # TARGET_DIR -> "exec/s cpu_us_per_run"
-  rm -rf "$work/fuzz" && mkdir -p "$work/fuzz"
-  (cd "$work/fuzz" && /usr/bin/time -f "%U %S" -o "$work/time" env LD_LIBRARY_PATH="$1" \
-    taskset -c 1 "$1/cargo-dst-fuzz" run kv --runs 20000 --json --quiet --cmd -- "$work/kv-dst" \
-    > "$work/out.json" 2>/dev/null || true)
-  python3 - "$work" <<'EOF'
-import json, sys
-work = sys.argv[1]
-d = json.load(open(f"{work}/out.json"))
-user, system = map(float, open(f"{work}/time").read().split()[-2:])
-print(int(d["exec_per_sec"]), int((user + system) / d["executions"] * 1e6))
-EOF
-}
 
 for r in $(seq "$rounds"); do
-  read -r base_rate base_cpu < <(run "$tree/target/release")
-  read -r now_rate now_cpu < <(run "$PWD/target/release")
+  read -r base_rate base_cpu < <(kv_run "$tree/target/release")
+  read -r now_rate now_cpu < <(kv_run "$lib")
   echo "round $r: $base $base_rate exec/s, $base_cpu us CPU per run; this checkout $now_rate exec/s, $now_cpu us CPU per run"
 done

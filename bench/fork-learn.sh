@@ -4,35 +4,17 @@
 # DST_FORKSERVER_LEARN=0 and =1 in turn, ROUNDS times, on core 1. Prints
 # exec/s and CPU per run (user + system of the explorer, server and runs,
 # over the runs done), and, with perf, the largest number of file pages a
-# forked child maps (kmem:rss_stat), median over children.
+# forked child maps (kmem:rss_stat), median over children, and the page
+# faults a child takes (page-faults), mean over children.
 #   bash bench/fork-learn.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cargo build -q --release -p dst-c -p dst-fuzz
-lib=$PWD/target/release
-clang -O2 -g -c -fsanitize-coverage=trace-pc-guard -Isdk-c/include examples/c-kv/kv.c -o "$work/kv.o"
-clang "$work/kv.o" -L"$lib" -ldst -Wl,-rpath,"$lib" -o "$work/kv-dst"
-
-run() { # LEARN -> "exec/s cpu_us_per_run"
-  rm -rf "$work/fuzz" && mkdir -p "$work/fuzz"
-  (cd "$work/fuzz" && /usr/bin/time -f "%U %S" -o "$work/time" env DST_FORKSERVER_LEARN="$1" \
-    taskset -c 1 "$lib/cargo-dst-fuzz" run kv --runs 20000 --json --quiet --cmd -- "$work/kv-dst" \
-    > "$work/out.json" 2>/dev/null || true)
-  python3 - "$work" <<'EOF'
-import json, sys
-work = sys.argv[1]
-d = json.load(open(f"{work}/out.json"))
-user, system = map(float, open(f"{work}/time").read().split()[-2:])
-print(int(d["exec_per_sec"]), int((user + system) / d["executions"] * 1e6))
-EOF
-}
+source bench/kv-fork.sh
 
 for r in $(seq "$rounds"); do
-  read -r off_rate off_cpu < <(run 0)
-  read -r on_rate on_cpu < <(run 1)
+  read -r off_rate off_cpu < <(kv_run "$lib" DST_FORKSERVER_LEARN=0)
+  read -r on_rate on_cpu < <(kv_run "$lib" DST_FORKSERVER_LEARN=1)
   echo "round $r: learning off $off_rate exec/s, $off_cpu us CPU per run; on $on_rate exec/s, $on_cpu us CPU per run"
 done
 
@@ -59,4 +41,5 @@ for line in sys.stdin:
         child[0] = max(child[0], pages)
 print('learning $learn: file pages a child maps, median', statistics.median(c[0] for c in children[len(children) // 2:]))
 "
+  echo "learning $learn: page faults per child, mean $(kv_child_faults DST_FORKSERVER_LEARN=$learn)"
 done
