@@ -6,7 +6,9 @@
 //! clock: a program reads the same times at each.
 
 use dst::decision::{Kind, Value};
-use dst::runtime::{SiteText, decide_for};
+use dst::protocol::SiteText;
+
+use crate::guest::Recorder;
 
 /// The nominal advance of one reading.
 pub const STEP_NS: u64 = 1_000;
@@ -15,10 +17,10 @@ pub const MAX_JUMP_S: u64 = 600;
 /// A step byte at least this jumps.
 const JUMP_AT: u64 = 0xF0;
 
-/// The advance of one clock reading, decided at the sites `step` (one
-/// byte) and, for a jump, `jump` (two bytes).
-pub fn step(step: &str, jump: &str) -> u64 {
-    let byte = decide_for(
+/// The advance of one clock reading, decided through `recorder` at the
+/// sites `step` (one byte) and, for a jump, `jump` (two bytes).
+pub fn step(recorder: &mut Recorder, step: &str, jump: &str) -> u64 {
+    let byte = recorder.decide_at(
         Kind::Below,
         SiteText::named(step),
         &mut [0],
@@ -27,7 +29,7 @@ pub fn step(step: &str, jump: &str) -> u64 {
     if byte < JUMP_AT {
         return STEP_NS;
     }
-    let seconds = decide_for(
+    let seconds = recorder.decide_at(
         Kind::Below,
         SiteText::named(jump),
         &mut [0; 2],

@@ -13,11 +13,57 @@
 //! use; here a fault is only its decision).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use dst::catalog::{self, Kind as SiteKind};
 use dst::decision::{FAULT_THRESHOLD, Kind, Value, below_width};
-use dst::runtime::{SiteText, decide_for};
+use dst::protocol::SiteText;
+use dst::region::{Event, Layout, Region};
 use object::{Object, ObjectSection};
+
+/// What a guest executor writes its runs with: a recorder of the run
+/// protocol over a region it owns (shared with what it lends it to: the
+/// emulator's machine, the wasm store).
+pub type Recorder = dst::protocol::Recorder<Arc<Region>>;
+
+/// A recorder over a new region of `layout`.
+pub fn recorder(layout: Layout) -> Recorder {
+    Recorder::new(Arc::new(Region::new(layout)))
+}
+
+/// Lifecycle events a sandboxed run leaves (`record_output`): its system
+/// calls (a JSON list of `[name, result]`), and what it wrote to standard
+/// output and error.
+pub const CALLS_EVENT: &str = "wasi";
+pub const STDOUT_EVENT: &str = "stdout";
+pub const STDERR_EVENT: &str = "stderr";
+
+/// Leaves a sandboxed run's system calls (name and result; `None` when not
+/// recorded) and its output as the lifecycle events `replay` shows
+/// ([`CALLS_EVENT`], [`STDOUT_EVENT`], [`STDERR_EVENT`]): for every level
+/// whose system is dst's (wasm, the emulator).
+pub fn record_output(
+    recorder: &mut Recorder,
+    calls: Option<&[(String, i64)]>,
+    stdout: &[u8],
+    stderr: &[u8],
+) {
+    let view = recorder.view();
+    if let Some(calls) = calls {
+        view.push_event(&Event::Lifecycle {
+            name: CALLS_EVENT.into(),
+            details: serde_json::to_string(calls).ok(),
+        });
+    }
+    for (name, bytes) in [(STDOUT_EVENT, stdout), (STDERR_EVENT, stderr)] {
+        if !bytes.is_empty() {
+            view.push_event(&Event::Lifecycle {
+                name: name.into(),
+                details: Some(String::from_utf8_lossy(bytes).into_owned()),
+            });
+        }
+    }
+}
 
 /// dst's calls (the guest runtimes have the same list).
 const RANDOM_U64: u64 = 0;
@@ -104,10 +150,11 @@ fn details(text: Option<String>) -> Option<String> {
     }
 }
 
-/// dst call `n` with `args` on the attached region, the guest's memory
-/// and assertion sites; its result. `Err` for a call this executor does
-/// not know (a newer guest runtime).
+/// dst call `n` with `args`, written through `recorder` (the run's), on
+/// the guest's memory and assertion sites; its result. `Err` for a call
+/// this executor does not know (a newer guest runtime).
 pub fn call(
+    recorder: &mut Recorder,
     n: u64,
     args: [u64; 6],
     memory: &impl GuestMemory,
@@ -117,32 +164,39 @@ pub fn call(
         let [a0, a1, a2, a3, a4, a5] = args;
         // A decision at `file:line` (file at a1, line at a2), as libdst's
         // `foreign_site` makes it.
-        let decide = |m: &_, kind: Kind, bytes: &mut [u8], value: Value| -> u64 {
-            let file = text(m, a1);
-            let line = a2 as u32;
-            let (file, id) = match &file {
-                Some(f) => (f.as_str(), catalog::site_hash(f, line, 0)),
-                None => ("?", 0),
+        let decide =
+            |recorder: &mut Recorder, m: &_, kind: Kind, bytes: &mut [u8], value: Value| -> u64 {
+                let file = text(m, a1);
+                let line = a2 as u32;
+                let (file, id) = match &file {
+                    Some(f) => (f.as_str(), catalog::site_hash(f, line, 0)),
+                    None => ("?", 0),
+                };
+                let site = SiteText {
+                    id,
+                    file,
+                    line,
+                    column: 0,
+                    name: None,
+                };
+                recorder.decide_at(kind, site, bytes, value)
             };
-            let site = SiteText {
-                id,
-                file,
-                line,
-                column: 0,
-                name: None,
-            };
-            decide_for(kind, site, bytes, value)
-        };
         Ok(match n {
-            RANDOM_U64 => decide(memory, Kind::U64, &mut [0; 8], Value::Be) as i64,
+            RANDOM_U64 => decide(recorder, memory, Kind::U64, &mut [0; 8], Value::Be) as i64,
             RANDOM_BELOW => {
                 let width = below_width(a0);
                 if width == 0 {
                     return Ok(0);
                 }
-                decide(memory, Kind::Below, &mut [0; 8][..width], Value::Mod(a0)) as i64
+                decide(
+                    recorder,
+                    memory,
+                    Kind::Below,
+                    &mut [0; 8][..width],
+                    Value::Mod(a0),
+                ) as i64
             }
-            RANDOM_BOOL => decide(memory, Kind::Bool, &mut [0], Value::Bit) as i64,
+            RANDOM_BOOL => decide(recorder, memory, Kind::Bool, &mut [0], Value::Bit) as i64,
             FAULT => {
                 let name = text(memory, a0).unwrap_or_else(|| "unnamed fault".into());
                 let file = text(memory, a1).unwrap_or_default();
@@ -153,7 +207,8 @@ pub fn call(
                     column: 0,
                     name: Some(&name),
                 };
-                decide_for(Kind::Fault, site, &mut [0], Value::AtLeast(FAULT_THRESHOLD)) as i64
+                recorder.decide_at(Kind::Fault, site, &mut [0], Value::AtLeast(FAULT_THRESHOLD))
+                    as i64
             }
             ASSERT => {
                 let Some(&(index, kind)) = sites.by_address.get(&a0) else {
@@ -166,13 +221,13 @@ pub fn call(
                 } else {
                     f64::NAN
                 };
-                if dst::runtime::evaluate_for(index, kind, condition, score) {
+                if recorder.evaluate(index, kind, condition, score).report() {
                     let details = details(text(memory, a2)).or_else(|| {
                         (a3 != 0).then(|| {
                             serde_json::json!({ "left": left, "right": right }).to_string()
                         })
                     });
-                    dst::runtime::report_for(index, condition, details);
+                    recorder.report(index, condition, details);
                 }
                 0
             }
@@ -182,18 +237,18 @@ pub fn call(
                     (a3 != 0)
                         .then(|| serde_json::json!({ "left": left, "right": right }).to_string())
                 });
-                dst::runtime::report_for(a0 as usize, a1 != 0, details);
+                recorder.report(a0 as usize, a1 != 0, details);
                 0
             }
             EVENT | SETUP_COMPLETE => {
-                if dst::runtime::events_wanted() {
+                if recorder.events_wanted() {
                     let name = if n == EVENT {
                         text(memory, a0).unwrap_or_else(|| "event".into())
                     } else {
                         "setup_complete".into()
                     };
                     let at = if n == EVENT { a1 } else { a0 };
-                    dst::runtime::event(&name, details(text(memory, at)));
+                    recorder.event(&name, details(text(memory, at)));
                 }
                 0
             }

@@ -11,7 +11,9 @@ use dst_kernel::{Coverage, End, Executor};
 
 use crate::Forking;
 
-/// Only one in-process region can be attached to the SDK at a time.
+/// Only one in-process region can be attached to the SDK at a time (the
+/// native SDK has one current region per process; guest levels hold
+/// recorders of their own and never take this).
 static ATTACHED: Mutex<()> = Mutex::new(());
 static HOOK: Once = Once::new();
 
@@ -119,9 +121,9 @@ pub(crate) fn attach<'a>(region: &Region, input: &[u8], flags: u64) -> MutexGuar
 
 /// Detaches `region` from the SDK if it is attached.
 pub(crate) fn detach(region: &Region) {
-    // A region that is not attached needs no lock: an executor made and
-    // dropped inside another's run (a target that loads a wasm module)
-    // would otherwise wait for the lock its own run holds.
+    // A region that is not attached needs no lock: an in-process executor
+    // made and dropped inside another's run would otherwise wait for the
+    // lock its own run holds.
     if dst::runtime::attached() != region.view().base() {
         return;
     }

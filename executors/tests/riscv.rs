@@ -7,14 +7,6 @@ use std::process::Command;
 
 use dst_executors::riscv::machine::{Exit, Machine, check};
 
-/// Held by every test here: a machine run directly (`run`) takes its
-/// decisions on whatever region is attached, so a test running beside an
-/// executor's run would take that run's decisions.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Builds `source` as a static riscv64 program; `None` (saying so) without
 /// the cross compiler.
 fn build(name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
@@ -48,7 +40,6 @@ fn run(program: &Path, args: &[&str]) -> (Machine, Exit) {
 
 #[test]
 fn a_glibc_program_prints_and_exits() {
-    let _serial = serial();
     let Some(program) = build(
         "hello",
         "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
@@ -74,7 +65,6 @@ fn a_glibc_program_prints_and_exits() {
 
 #[test]
 fn crashes_and_aborts_are_signals() {
-    let _serial = serial();
     let Some(program) = build(
         "crash",
         "#include <stdlib.h>\n\
@@ -127,7 +117,6 @@ fn crashes_and_aborts_are_signals() {
 
 #[test]
 fn what_is_not_a_static_riscv64_program_is_refused_in_one_line() {
-    let _serial = serial();
     let err = check(b"not an elf").err().unwrap();
     assert!(err.starts_with("not an ELF file"), "{err}");
     let native = std::fs::read("/bin/true").unwrap();
@@ -143,7 +132,6 @@ fn what_is_not_a_static_riscv64_program_is_refused_in_one_line() {
 
 #[test]
 fn as_an_executor_the_clock_and_getrandom_are_decisions() {
-    let _serial = serial();
     use dst_executors::riscv::executor::Emulator;
     use dst_executors::{End, Executor};
     // Aborts only after a clock jump of more than 30 s and the random byte 7.
@@ -204,7 +192,6 @@ fn as_an_executor_the_clock_and_getrandom_are_decisions() {
 
 #[test]
 fn a_system_call_the_emulator_lacks_is_a_finding_naming_it() {
-    let _serial = serial();
     use dst_executors::riscv::executor::Emulator;
     use dst_executors::{End, Executor};
     let Some(program) = build(
@@ -258,7 +245,6 @@ fn build_example(name: &str) -> Option<PathBuf> {
 
 #[test]
 fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
-    let _serial = serial();
     use dst_executors::riscv::executor::Emulator;
     use dst_executors::{End, Executor};
     let Some(program) = build_example("counter") else {
@@ -302,7 +288,6 @@ fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
 
 #[test]
 fn threads_that_all_wait_are_a_deadlock_and_a_timed_wait_times_out() {
-    let _serial = serial();
     use dst_executors::riscv::executor::Emulator;
     use dst_executors::{End, Executor};
     // The main thread holds the lock and joins the thread that wants it.
@@ -363,7 +348,6 @@ fn threads_that_all_wait_are_a_deadlock_and_a_timed_wait_times_out() {
 
 #[test]
 fn code_written_at_run_time_runs_as_written() {
-    let _serial = serial();
     // `one` runs (and is decoded, cached), then is overwritten with
     // `li a0, 2; ret` and runs again: the new code runs.
     let Some(program) = build(
@@ -396,7 +380,6 @@ fn code_written_at_run_time_runs_as_written() {
 
 #[test]
 fn protected_memory_faults_where_linux_would_and_the_place_is_named() {
-    let _serial = serial();
     use dst_executors::riscv::executor::Emulator;
     use dst_executors::{End, Executor};
     // argv[1]: "literal" writes into a string literal (read-only data),

@@ -221,6 +221,7 @@ impl Value {
 /// A reader over one run's decision stream.
 ///
 /// Reads must be sequential: `read` continues where the last one stopped.
+#[derive(Clone)]
 pub struct Stream {
     seed: u64,
     tail: Option<ChaCha8Rng>,

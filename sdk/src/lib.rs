@@ -11,7 +11,9 @@
 //!   is a pure function of its input; see [`decision`] for the encoding.
 //! - **The region** ([`region`]): the fixed `#[repr(C)]` memory layout through
 //!   which the SDK reads decisions and writes outcomes, shared by every
-//!   executor level.
+//!   executor level; [`protocol`]'s `Recorder` writes a run into one, a
+//!   value held by the SDK for the region it attached ([`runtime`]) and by
+//!   each guest executor for its own.
 //! - **Controlled threads** ([`thread`], [`sync`]): std's thread and
 //!   synchronization API; under an explorer one thread runs at a time and
 //!   which one runs next at each lock, atomic access, spawn or join is a
@@ -76,6 +78,7 @@ pub mod futex;
 pub mod hash;
 pub mod libfuzzer;
 pub mod lifecycle;
+pub mod protocol;
 pub mod random;
 pub mod region;
 pub mod runtime;

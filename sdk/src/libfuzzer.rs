@@ -27,7 +27,7 @@
 use std::path::PathBuf;
 
 use crate::decision::{Kind, Value};
-use crate::runtime::{SiteText, decide_for};
+use crate::runtime::{SiteText, decide_text};
 
 /// The largest harness input, as the driver passes `-max_len` on.
 pub const MAX_LEN_ENV: &str = "DST_LIBFUZZER_MAX_LEN";
@@ -52,7 +52,7 @@ pub fn max_len() -> usize {
 /// The harness's bytes for this run: two decisions (see the module doc).
 pub fn input(max_len: usize) -> Vec<u8> {
     let mut length = [0u8; LENGTH_BYTES];
-    let n = decide_for(
+    let n = decide_text(
         Kind::Length,
         SiteText::named(LENGTH_SITE),
         &mut length,
@@ -61,7 +61,7 @@ pub fn input(max_len: usize) -> Vec<u8> {
     debug_assert!(n <= max_len);
     let mut data = vec![0u8; n];
     if n > 0 {
-        decide_for(
+        decide_text(
             Kind::Fill,
             SiteText::named(BYTES_SITE),
             &mut data,

@@ -1,10 +1,14 @@
-//! The SDK's global state: which region it writes to, the decision stream,
-//! and local mode (no explorer present).
+//! The native SDK's state: which region this process writes its runs to
+//! (one [`Recorder`] for it), and local mode (no explorer present).
 //!
 //! A region is either *attached* by a controller ([`attach`]) or, on first
 //! use, created by local mode from the environment (`DST_SEED`, `DST_INPUT`,
 //! `DST_OUTPUT`, `DST_TRACE`, `DST_ABORT_ON_FAILURE`). Assertion fast paths read
-//! only the `MODE` atomic; everything else goes through the slow paths here.
+//! only the `MODE` atomic; everything else goes through the slow paths here,
+//! which write the run through the recorder (`crate::protocol`) and add what
+//! local mode shows (stderr lines, `DST_OUTPUT` records, the abort).
+//! Executors of guest levels do not come here: they hold recorders of their
+//! own.
 
 use std::fs::File;
 use std::io::Write;
@@ -12,11 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::catalog::{self, Site};
-use crate::decision::{self, Stream, Value};
-use crate::region::{
-    self, DecisionRecord, Event, FLAG_TRACE_SITES, Layout, Region, RegionError, RegionRef,
-    SITE_FALSE, SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
-};
+use crate::decision::{self, Value};
+pub use crate::protocol::SiteText;
+use crate::protocol::{self, Recorder};
+use crate::region::{self, FLAG_TRACE_SITES, Layout, Region, RegionError, RegionRef};
 
 const UNINIT: u8 = 0;
 /// Local mode without `DST_OUTPUT`: nobody reads passing evaluations.
@@ -33,16 +36,29 @@ static MODE: AtomicU8 = AtomicU8::new(UNINIT);
 static REGION: AtomicPtr<Region> = AtomicPtr::new(std::ptr::null_mut());
 static ABORT_ON_FAILURE: AtomicBool = AtomicBool::new(false);
 static INNER: Mutex<Inner> = Mutex::new(Inner {
-    stream: None,
-    stream_run: 0,
+    recorder: None,
     callers: CallerIds([(0, 0); CALLER_IDS]),
 });
 static LOCAL: OnceLock<Local> = OnceLock::new();
 
+/// What the decision lock guards: the one writer of the current region's
+/// runs, and the caller-id cache.
 struct Inner {
-    stream: Option<Stream>,
-    stream_run: u64,
+    /// The recorder of the current region (made anew when the region
+    /// changes: see [`Inner::recorder`]).
+    recorder: Option<Recorder<&'static Region>>,
     callers: CallerIds,
+}
+
+impl Inner {
+    /// The recorder of `region`, the current one.
+    fn recorder(&mut self, region: &'static Region) -> &mut Recorder<&'static Region> {
+        match &mut self.recorder {
+            Some(recorder) if std::ptr::eq(*recorder.handle(), region) => {}
+            slot => *slot = Some(Recorder::new(region)),
+        }
+        self.recorder.as_mut().expect("set above")
+    }
 }
 
 /// Slots of [`CallerIds`].
@@ -124,7 +140,7 @@ fn install(region: &'static Region) {
         "only validated regions are installed"
     );
     let mut inner = inner();
-    inner.stream = None;
+    inner.recorder = None;
     REGION.store(std::ptr::from_ref(region).cast_mut(), Ordering::Release);
     ABORT_ON_FAILURE.store(abort_on_failure(), Ordering::Relaxed);
     WHOLE_PROCESS.store(false, Ordering::Relaxed);
@@ -162,9 +178,14 @@ pub fn attached() -> *mut u8 {
 
 /// The current region, if there is one (no local mode is started).
 fn current() -> Option<RegionRef<'static>> {
+    current_region().map(Region::view)
+}
+
+/// The current region itself, if there is one.
+fn current_region() -> Option<&'static Region> {
     let region = REGION.load(Ordering::Acquire);
     // SAFETY: REGION holds null or a leaked, never freed `Region` (see there).
-    (!region.is_null()).then(|| unsafe { &*region }.view())
+    (!region.is_null()).then(|| unsafe { &*region })
 }
 
 /// `DST_ABORT_ON_FAILURE`, read once per process.
@@ -177,7 +198,7 @@ fn abort_on_failure() -> bool {
 /// local mode.
 pub fn detach() {
     let mut inner = inner();
-    inner.stream = None;
+    inner.recorder = None;
     MODE.store(UNINIT, Ordering::Release);
     REGION.store(std::ptr::null_mut(), Ordering::Release);
 }
@@ -264,8 +285,13 @@ pub(crate) fn set_status(bits: u64) {
 /// The current region, initializing the SDK (a shared segment, else local
 /// mode) if nothing is attached.
 fn region() -> RegionRef<'static> {
+    current_or_init().view()
+}
+
+/// [`region`], the region itself.
+fn current_or_init() -> &'static Region {
     loop {
-        if let Some(region) = current() {
+        if let Some(region) = current_region() {
             return region;
         }
         init();
@@ -409,31 +435,9 @@ pub(crate) fn count_contested() {
 /// coverage; see [`RegionRef::count_interleaving`]).
 pub(crate) fn count_interleaving(first: u64, second: u64) {
     if let Some(region) = current()
-        && interleaving_coverage()
+        && protocol::interleaving_coverage()
     {
         region.count_interleaving(first, second);
-    }
-}
-
-/// Whether interleaving coverage is counted: `DST_INTERLEAVING=off` turns
-/// it off, for experiments (the benchmark's ablation).
-fn interleaving_coverage() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("DST_INTERLEAVING").is_none_or(|v| v != "off"))
-}
-
-/// Counts an observed pair of conflicting operations (interleaving
-/// coverage, [`RegionRef::count_interleaving`]) for executors whose threads
-/// are not the SDK's (the emulator's guest threads).
-pub fn count_interleaving_for(first: u64, second: u64) {
-    count_interleaving(first, second);
-}
-
-/// Records a scheduling step of threads that are not the SDK's (the
-/// emulator's guest threads), when steps are traced now.
-pub fn step_for(step: region::Step) {
-    if tracing_steps() {
-        step_event(step);
     }
 }
 
@@ -449,7 +453,7 @@ pub(crate) fn tracing_steps() -> bool {
 
 /// Records one scheduling step (callers check [`tracing_steps`] first).
 pub(crate) fn step_event(step: region::Step) {
-    let region = region();
+    let region = current_or_init();
     if let Some(local) = local().filter(|l| l.trace) {
         local.write_line(&serde_json::json!({
             "type": "step",
@@ -460,8 +464,7 @@ pub(crate) fn step_event(step: region::Step) {
             "preempted": step.preempted,
         }));
     }
-    let _inner = inner();
-    region.push_event(&Event::Step(step));
+    inner().recorder(region).step(step);
 }
 
 /// The input of a local run: `DST_INPUT`'s bytes, else `DST_SEED`, else a
@@ -563,35 +566,6 @@ pub(crate) enum DecisionSite<'a> {
     Text(SiteText<'a>),
 }
 
-/// A decision site described by its text: for decisions the SDK takes on
-/// behalf of code it cannot see into (the SDK inside a wasm module, whose
-/// call sites live in the module's memory).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SiteText<'a> {
-    /// The site's id (`catalog::site_hash` of its location, as the SDK
-    /// computes it for its own sites).
-    pub id: u32,
-    pub file: &'a str,
-    pub line: u32,
-    pub column: u32,
-    /// A fault's name.
-    pub name: Option<&'a str>,
-}
-
-impl<'a> SiteText<'a> {
-    /// A site named by `name` alone (an executor's own decision: its
-    /// clock, its scheduler), its id the name's `catalog::site_hash`.
-    pub fn named(name: &'a str) -> SiteText<'a> {
-        SiteText {
-            id: crate::catalog::site_hash(name, 0, 0),
-            file: name,
-            line: 0,
-            column: 0,
-            name: None,
-        }
-    }
-}
-
 impl DecisionSite<'_> {
     fn id(self) -> u32 {
         match self {
@@ -634,9 +608,13 @@ impl DecisionSite<'_> {
 }
 
 /// Takes one decision at a site described by its text (see [`SiteText`]),
-/// exactly as the SDK's own `random` functions and `fault!` do: fills
-/// `bytes` from the stream, records it, and returns `value.of(bytes)`.
-pub fn decide_for(kind: decision::Kind, site: SiteText<'_>, bytes: &mut [u8], value: Value) -> u64 {
+/// exactly as the SDK's own `random` functions and `fault!` do.
+pub(crate) fn decide_text(
+    kind: decision::Kind,
+    site: SiteText<'_>,
+    bytes: &mut [u8],
+    value: Value,
+) -> u64 {
     decide(kind, DecisionSite::Text(site), bytes, value)
 }
 
@@ -652,68 +630,16 @@ pub(crate) fn decide(
     if crate::wasm::hosted() {
         return crate::wasm::decide(kind, site.text(), bytes, value);
     }
-    let region = region();
-    let header = region.header();
+    let region = current_or_init();
     let mut inner = inner();
-    let run = header.run_id.load(Ordering::Acquire);
-    if inner.stream_run != run || inner.stream.is_none() {
-        inner.stream_run = run;
-        inner.stream = Some(Stream::new(decision::tail_seed(region.input())));
-    }
-    let stream = inner.stream.as_mut().expect("set above");
-    // A guest that takes decisions itself from the stream's bytes (the KVM
-    // executor's runtime) advances the region's cursor, not this stream's:
-    // catch up by reading what it consumed (so the tail generator advances
-    // as it would have). Natively the two are always equal.
-    let ahead = header.cursor.load(Ordering::Acquire);
-    if ahead > stream.cursor {
-        debug_assert!(
-            ahead - stream.cursor < 1 << 32,
-            "a guest cursor out of range"
-        );
-        let mut skipped = [0u8; 256];
-        while stream.cursor < ahead {
-            let n = (ahead - stream.cursor).min(skipped.len() as u64) as usize;
-            stream.read(region.input(), &mut skipped[..n]);
-        }
-    }
-    let offset = stream.cursor;
-    stream.read(region.input(), bytes);
-    debug_assert_eq!(
-        stream.cursor,
-        offset + bytes.len() as u64,
-        "a decision consumes exactly its width"
-    );
-    header.cursor.store(stream.cursor, Ordering::Release);
-    let value = value.of(bytes);
     let site_id = match site {
         DecisionSite::Caller(loc) => inner.callers.id(loc),
         _ => site.id(),
     };
-    let index = header.decisions.load(Ordering::Relaxed);
-    // Decisions are taken under the decision lock, one index each.
-    debug_assert!(index < u64::MAX / 2, "decision counter corrupt: {index}");
-    region.put_decision(
-        index,
-        DecisionRecord {
-            offset,
-            value,
-            site: site_id,
-            width: bytes.len().min(u16::MAX as usize) as u16,
-            kind: kind as u8,
-            _reserved: 0,
-        },
-    );
-    header.decisions.store(index + 1, Ordering::Release);
-    region.count_decision(site_id, value);
-    let hash = header.trace_hash.load(Ordering::Relaxed);
-    header.trace_hash.store(
-        region::trace_hash_step(hash, kind as u8, site_id, value),
-        Ordering::Release,
-    );
-    let local = local();
-    let want_site = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
-    if want_site || local.is_some_and(|l| l.trace) {
+    let taken = inner
+        .recorder(region)
+        .decide(kind, site_id, || site.text(), bytes, value);
+    if let Some(local) = local().filter(|l| l.trace) {
         let SiteText {
             file,
             line,
@@ -721,30 +647,19 @@ pub(crate) fn decide(
             name,
             ..
         } = site.text();
-        if want_site {
-            region.push_event(&Event::DecisionSite {
-                index,
-                file: file.to_string(),
-                line,
-                column,
-                name: name.map(str::to_string),
-            });
-        }
-        if let Some(local) = local.filter(|l| l.trace) {
-            local.write_line(&serde_json::json!({
-                "type": "decision",
-                "index": index,
-                "kind": kind.name(),
-                "site": site_id,
-                "value": value,
-                "offset": offset,
-                "width": bytes.len(),
-                "location": {"file": file, "line": line, "column": column},
-                "name": name,
-            }));
-        }
+        local.write_line(&serde_json::json!({
+            "type": "decision",
+            "index": taken.index,
+            "kind": kind.name(),
+            "site": site_id,
+            "value": taken.value,
+            "offset": taken.offset,
+            "width": bytes.len(),
+            "location": {"file": file, "line": line, "column": column},
+            "name": name,
+        }));
     }
-    value
+    taken.value
 }
 
 /// The assertion slow path: records one evaluation of `site`.
@@ -784,78 +699,20 @@ pub fn assert_at(
     }
 }
 
-/// Records one evaluation of the site at catalog `index` (of `kind`) for
-/// code whose sites are not this binary's: a wasm module's, whose catalog
-/// the wasm executor read from the module. Returns whether the evaluation
-/// is to be reported, with its details, through [`report_for`]: its first
-/// of this polarity in the run, when someone reads it (a failure, or a run
-/// being explained).
-pub fn evaluate_for(index: usize, kind: catalog::Kind, condition: bool, score: f64) -> bool {
-    evaluate(index, kind, condition, score)
-}
-
-/// Reports an evaluation [`evaluate_for`] asked for.
-pub fn report_for(index: usize, condition: bool, details: Option<String>) {
-    report(None, index, condition, details);
-}
-
 /// The site-table half of an assertion: counts, guidance, first failure.
-/// Returns whether [`report`] must follow.
+/// Returns whether [`report`] must follow: a first evaluation of this
+/// polarity that someone reads (a failure, a run being explained, local
+/// mode).
 fn evaluate(index: usize, kind: catalog::Kind, condition: bool, score: f64) -> bool {
-    let region = region();
-    let header = region.header();
-    let Some(state) = region.site(index) else {
-        header
-            .status
-            .fetch_or(STATUS_SITES_OVERFLOW, Ordering::Relaxed);
-        return false;
-    };
-    state.evaluations.fetch_add(1, Ordering::Relaxed);
-    let polarity = if condition {
-        state.true_count.fetch_add(1, Ordering::Relaxed);
-        SITE_TRUE
-    } else {
-        SITE_FALSE
-    };
-    let previous = state.flags.fetch_or(SITE_HIT | polarity, Ordering::AcqRel);
-    if !score.is_nan() {
-        let mut best = state.guidance.load(Ordering::Relaxed);
-        while score < f64::from_bits(best) {
-            match state.guidance.compare_exchange_weak(
-                best,
-                score.to_bits(),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(now) => best = now,
-            }
-        }
-    }
-    let first = previous & polarity == 0;
-    let failed = kind.fails_on(condition);
-    if failed {
-        let _ = header.first_failure.compare_exchange(
-            0,
-            index as u64 + 1,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-    }
-    if !first {
-        return false;
-    }
-    // Under an explorer, a first pass is recorded in the site table already;
-    // its details and event are only wanted when a run is being explained.
-    let explaining = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
-    failed || local().is_some() || explaining
+    let evaluation = protocol::evaluate(region(), index, kind, condition, score);
+    evaluation.report() || (evaluation.first && local().is_some())
 }
 
 /// The event half of an assertion: the event, local mode's line on stderr
 /// and `DST_OUTPUT` record (for the SDK's own sites), the abort that
 /// `DST_ABORT_ON_FAILURE` asks for.
 fn report(site: Option<&Site>, index: usize, condition: bool, details: Option<String>) {
-    let region = region();
+    let region = current_or_init();
     let failed = site.is_some_and(|s| s.kind.fails_on(condition));
     let local = local();
     if let (Some(site), true, Some(_)) = (site, failed, local) {
@@ -870,14 +727,9 @@ fn report(site: Option<&Site>, index: usize, condition: bool, details: Option<St
             details.as_deref().unwrap_or(""),
         );
     }
-    {
-        let _inner = inner();
-        region.push_event(&Event::Assertion {
-            site: index as u32,
-            condition,
-            details: details.clone(),
-        });
-    }
+    inner()
+        .recorder(region)
+        .report(index, condition, details.clone());
     if let (Some(local), Some(site)) = (local, site) {
         local.write_line(&assertion_json(site, condition, true, details.as_deref()));
     }
@@ -908,14 +760,8 @@ pub fn event(name: &str, details: Option<String>) {
     if crate::wasm::hosted() {
         return crate::wasm::event(name, details);
     }
-    let region = region();
-    {
-        let _inner = inner();
-        region.push_event(&Event::Lifecycle {
-            name: name.to_string(),
-            details: details.clone(),
-        });
-    }
+    let region = current_or_init();
+    inner().recorder(region).event(name, details.clone());
     if let Some(local) = local() {
         let details = details
             .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())

@@ -11,8 +11,8 @@
 //! The wasm executor rewrites each hook's body into a call of its own host
 //! function of the same name and type (the small `dst` interface: a
 //! decision, an assertion evaluation and its report, a lifecycle event), so
-//! under the explorer the module's decisions are taken by the SDK attached
-//! to the executor's region: the same stream, trace and site ids as a
+//! under the explorer the module's decisions are taken by the executor's
+//! recorder of the run protocol ([`crate::protocol`]): the same stream, trace and site ids as a
 //! native program's. Hooks rather than imports, because a module that
 //! imports from `dst` could not be instantiated by anyone else.
 //!

@@ -10,8 +10,9 @@
 //! (the program's .data and .bss, its stack). A run copies the writable
 //! set back, sets the registers and enters the guest.
 //!
-//! During a run, each dst.h call is one hypercall exit answered by
-//! `crate::guest` on the executor's region, as the emulator answers its
+//! During a run, a dst.h call the guest runtime cannot answer itself is
+//! one hypercall exit answered by `crate::guest` through the executor's
+//! recorder of the run protocol, on the region in guest memory, as the emulator answers its
 //! `ecall`s (so a program takes the same decisions natively, on the
 //! emulator and here); CPUID faults and is answered from the VM's table;
 //! RDTSC faults (CR4.TSD, where KVM applies it: not on kvm-pvm) and is
@@ -21,12 +22,12 @@
 //! outlives the timeout is kicked out by the watchdog (a timeout
 //! finding). Edge counts are read from the runtime's map after each run.
 //!
-//! Not yet: the region inside guest memory (so that decisions and
-//! assertions need no exit), a stack unwind at crashes, dirty logging as
-//! the alternative reset (copying the writable set is what the note
+//! Not yet: a stack unwind at crashes. Dirty logging is the alternative
+//! reset ([`Reset::DirtyLog`]; copying the writable set is what the note
 //! measured fastest on kvm-pvm).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
@@ -38,7 +39,7 @@ use object::{Object, ObjectSegment, ObjectSymbol};
 
 use super::vm::{Exit, PROGRAM_BASE, Vm};
 use super::watchdog::Watchdog;
-use crate::guest::{GuestMemory, SETUP_COMPLETE, Sites};
+use crate::guest::{GuestMemory, Recorder, SETUP_COMPLETE, Sites};
 use crate::symbolize::Symbolizer;
 
 /// Guest memory.
@@ -117,7 +118,11 @@ pub enum Reset {
 pub struct Kvm {
     vm: Vm,
     snapshot: Snapshot,
-    region: Region,
+    /// The region in guest memory, borrowed (declared after `vm`, so
+    /// dropped after it; a borrowed region frees nothing).
+    region: Arc<Region>,
+    /// Writes what the guest runtime hands the host into the region.
+    recorder: Recorder,
     flags: u64,
     catalog: Vec<SiteInfo>,
     sites: Sites,
@@ -209,10 +214,11 @@ impl Kvm {
         vm.memory_mut()[at..at + len].copy_from_slice(bytes);
         let layout = bytes[..LAYOUT_BYTES].to_vec();
         // SAFETY: guest memory stays mapped for the life of `vm`, which the
-        // returned executor owns with the region; the executor detaches the
-        // region before its fields drop, and a borrowed region frees nothing.
+        // returned executor owns with the region and its only other holder,
+        // its recorder; a borrowed region frees nothing.
         let region = unsafe { Region::borrowed(vm.memory_mut()[at..].as_mut_ptr(), len) }
             .map_err(|e| format!("the region in guest memory: {e:?}"))?;
+        let region = Arc::new(region);
         vm.reset_cpu(file.entry(), MEMORY as u64 - 8)
             .map_err(|e| e.0)?;
         let byte: *mut u8 = &mut vm.vcpu.get_kvm_run().immediate_exit;
@@ -231,6 +237,7 @@ impl Kvm {
             },
             reset,
             dirty: 0,
+            recorder: Recorder::new(Arc::clone(&region)),
             region,
             flags: 0,
             catalog,
@@ -251,7 +258,7 @@ impl Kvm {
     /// Runs the start-up to `main` (and on to `dst_setup_complete` when
     /// the program has it) and takes the snapshot there.
     fn setup(&mut self, writable: &[(u64, u64)], setup_call: bool) -> Result<(), String> {
-        let _attached = crate::inprocess::attach(&self.region, &[], 0);
+        self.region.view().reset(&[], 0);
         self.watchdog.arm(self.timeout.max(Duration::from_secs(10)));
         let started = self.run_until(AT_MAIN);
         let result = match started {
@@ -419,7 +426,8 @@ impl Kvm {
                     )),
                     n => {
                         let memory = Guest(self.vm.memory());
-                        match crate::guest::call(n, [a0, a1, a2, a3, a4, a5], &memory, &self.sites)
+                        let args = [a0, a1, a2, a3, a4, a5];
+                        match crate::guest::call(&mut self.recorder, n, args, &memory, &self.sites)
                         {
                             Ok(result) => {
                                 if let Err(e) = self.set_rax(result as u64) {
@@ -523,7 +531,7 @@ impl Kvm {
             .vm
             .exception_frame()
             .ok_or("cannot read the exception frame")?;
-        self.now += crate::clock::step("dst kvm: rdtsc", "dst kvm: rdtsc jump");
+        self.now += crate::clock::step(&mut self.recorder, "dst kvm: rdtsc", "dst kvm: rdtsc jump");
         let mut regs = self
             .vm
             .vcpu
@@ -595,7 +603,7 @@ impl Kvm {
 
 impl Executor for Kvm {
     fn execute(&mut self, input: &[u8]) -> End {
-        let _attached = crate::inprocess::attach(&self.region, input, self.flags);
+        self.region.view().reset(input, self.flags);
         if self.flags == 0 {
             self.write_tail(input);
         }
@@ -669,11 +677,5 @@ impl Executor for Kvm {
 
     fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
-    }
-}
-
-impl Drop for Kvm {
-    fn drop(&mut self) {
-        crate::inprocess::detach(&self.region);
     }
 }

@@ -1,7 +1,8 @@
 //! The emulator behind the one executor trait: a loaded program restored
 //! before every run (a copy of the machine as loaded: its memory pages and
-//! registers), the SDK attached to the executor's region so that
-//! `getrandom` and the clock are decisions, a budget of instructions (out
+//! registers), writing its runs through a recorder of the run protocol
+//! over the executor's region (so that `getrandom` and the clock are
+//! decisions), a budget of instructions (out
 //! of it is a timeout, the same on every replay), and edge coverage from
 //! taken branches and jumps.
 //!
@@ -10,12 +11,13 @@
 //! thread's place as details. A run being explained (`FLAG_TRACE_SITES`)
 //! or recorded with events (`FLAG_EVENTS`) also leaves its thread
 //! switches as schedule steps, and its output and system calls as the
-//! wasm executor's lifecycle events (`crate::wasm::STDOUT_EVENT`...), so
+//! wasm executor's lifecycle events (`crate::guest::STDOUT_EVENT`...), so
 //! `replay` shows them. Crash places and schedule steps are named from the
 //! ELF's DWARF when it was opened from a file ([`Emulator::open`]).
 
 use std::cell::UnsafeCell;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
@@ -35,7 +37,8 @@ const EDGES: usize = 1 << 16;
 pub struct Emulator {
     loaded: Machine,
     machine: Machine,
-    region: Region,
+    /// The region the machines' recorder writes runs to.
+    region: Arc<Region>,
     flags: u64,
     catalog: Vec<SiteInfo>,
     budget: u64,
@@ -53,18 +56,17 @@ impl Emulator {
         let catalog = crate::elf::guest_catalog(&file)?;
         use object::{Object, ObjectSymbol};
         let main = file.symbol_by_name("main").map(|s| s.address());
-        let region = Region::new(Layout {
+        let region = Arc::new(Region::new(Layout {
             sites_capacity: catalog.len(),
             coverage_size: crate::inprocess::DECISION_COVERAGE,
             ..Layout::default()
-        });
-        {
-            // Setup takes the nominal decisions, once.
-            let _attached = crate::inprocess::attach(&region, &[], 0);
-            loaded
-                .run_setup(main, budget)
-                .map_err(|exit| format!("the program ended before its main function ({exit:?})"))?;
-        }
+        }));
+        loaded.record_into(crate::guest::Recorder::new(Arc::clone(&region)));
+        // Setup takes the nominal decisions, once.
+        region.view().reset(&[], 0);
+        loaded
+            .run_setup(main, budget)
+            .map_err(|exit| format!("the program ended before its main function ({exit:?})"))?;
         Ok(Emulator {
             machine: loaded.clone(),
             loaded,
@@ -194,8 +196,9 @@ impl Emulator {
                 let details = serde_json::json!({ "threads": threads }).to_string();
                 let site = &dst::catalog::BUILTIN[0];
                 debug_assert!(site.message.contains("deadlock"));
-                if dst::runtime::evaluate_for(0, site.kind, true, f64::NAN) {
-                    dst::runtime::report_for(0, true, Some(details));
+                let recorder = &mut self.machine.recorder;
+                if recorder.evaluate(0, site.kind, true, f64::NAN).report() {
+                    recorder.report(0, true, Some(details));
                 }
                 End::Ok
             }
@@ -206,7 +209,8 @@ impl Emulator {
     /// schedule steps, its output and system calls as lifecycle events.
     fn record(&mut self) {
         let switches = std::mem::take(&mut self.machine.switches);
-        for (i, switch) in switches.iter().enumerate() {
+        let tracing = self.machine.recorder.tracing_steps();
+        for (i, switch) in switches.iter().enumerate().filter(|_| tracing) {
             let frame = self.frame(switch.pc);
             let function = frame.function.as_deref().unwrap_or("?");
             let mut op = format!("{} @{} in {function}", switch.why.name(), switch.at);
@@ -214,7 +218,7 @@ impl Emulator {
                 let stopped = self.place(switch.from_pc);
                 op = format!("{op} (thread {} stopped in {stopped})", switch.from);
             }
-            dst::runtime::step_for(Step {
+            self.machine.recorder.step(Step {
                 step: i as u64 + 1,
                 thread: switch.to,
                 op,
@@ -231,11 +235,12 @@ impl Emulator {
             .iter()
             .map(|&(n, r)| (syscall_name(n).to_string(), r))
             .collect();
-        crate::wasm::record_output(
-            self.region.view(),
+        let machine = &mut self.machine;
+        crate::guest::record_output(
+            &mut machine.recorder,
             Some(&calls),
-            &self.machine.stdout,
-            &self.machine.stderr,
+            &machine.stdout,
+            &machine.stderr,
         );
     }
 
@@ -245,15 +250,9 @@ impl Emulator {
     }
 }
 
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        crate::inprocess::detach(&self.region);
-    }
-}
-
 impl Executor for Emulator {
     fn execute(&mut self, input: &[u8]) -> End {
-        let _attached = crate::inprocess::attach(&self.region, input, self.flags);
+        self.region.view().reset(input, self.flags);
         self.machine.clone_from(&self.loaded);
         // SAFETY: the cells are owned by `self` and written only here,
         // between the explorer's reads.

@@ -19,7 +19,10 @@ impl GuestMemory for Memory {
 }
 use super::threads::{State, Switch, Thread, Why};
 use dst::decision::{Kind, Value};
-use dst::runtime::SiteText;
+use dst::protocol::SiteText;
+use dst::region::Layout;
+
+use crate::guest::Recorder;
 
 /// Where the stack ends (grows down from here) and how big it is.
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
@@ -104,6 +107,10 @@ pub struct Machine {
     /// Decoded instructions, shared by every copy of the machine (they
     /// run the same code; see `Icache` for writes to it).
     icache: std::sync::Arc<std::sync::Mutex<Icache>>,
+    /// Writes the run's decisions, assertions and events into a region:
+    /// the executor's ([`Machine::record_into`]), else a small one of the
+    /// machine's own, for a machine run by itself (nominal decisions).
+    pub recorder: Recorder,
 }
 
 fn align(value: u64, to: u64) -> u64 {
@@ -202,6 +209,13 @@ impl Machine {
             sites: std::sync::Arc::new(Sites::of(&file)),
             in_setup: false,
             icache: Default::default(),
+            recorder: crate::guest::recorder(Layout {
+                input_capacity: 0,
+                coverage_size: 0,
+                sites_capacity: 1,
+                decisions_capacity: 1 << 12,
+                events_capacity: 1 << 12,
+            }),
         };
         machine.cpu.pc = file.entry();
         machine.cpu.x[2] = machine.stack(args, env, phdr + phoff, phentsize, phnum, file.entry());
@@ -587,7 +601,7 @@ impl Machine {
             278 => {
                 // getrandom: decision bytes
                 let mut bytes = vec![0; a1.min(1 << 16) as usize];
-                decide(
+                self.decide(
                     Kind::Fill,
                     "dst emulator: getrandom",
                     &mut bytes,
@@ -649,6 +663,7 @@ impl Machine {
                 0
             }
             n if (DST_ECALL..DST_ECALL + 256).contains(&n) => match crate::guest::call(
+                &mut self.recorder,
                 n - DST_ECALL,
                 [x[10], x[11], x[12], x[13], x[14], x[15]],
                 &self.memory,
@@ -676,7 +691,11 @@ impl Machine {
     /// One clock reading: virtual time advances by the decided step
     /// (`crate::clock`).
     fn tick(&mut self) -> u64 {
-        let step = crate::clock::step("dst emulator: clock", "dst emulator: clock jump");
+        let step = crate::clock::step(
+            &mut self.recorder,
+            "dst emulator: clock",
+            "dst emulator: clock jump",
+        );
         self.now = self.now.saturating_add(step);
         self.now
     }
@@ -695,9 +714,17 @@ impl Machine {
     }
 }
 
-/// A decision of the system layer at the site named `name`.
-pub(super) fn decide(kind: Kind, name: &'static str, bytes: &mut [u8], value: Value) -> u64 {
-    dst::runtime::decide_for(kind, SiteText::named(name), bytes, value)
+impl Machine {
+    /// Writes runs into `recorder`'s region from now on (the executor's).
+    pub fn record_into(&mut self, recorder: Recorder) {
+        self.recorder = recorder;
+    }
+
+    /// A decision of the system layer at the site named `name`.
+    pub(super) fn decide(&mut self, kind: Kind, name: &str, bytes: &mut [u8], value: Value) -> u64 {
+        self.recorder
+            .decide_at(kind, SiteText::named(name), bytes, value)
+    }
 }
 
 /// The name of riscv64 Linux system call `number` (asm-generic numbering),

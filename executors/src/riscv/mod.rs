@@ -1,5 +1,5 @@
-//! The emulator executor (issue 14, in progress): unmodified static RISC-V
-//! Linux programs (RV64GC, lp64d) on a deterministic software CPU.
+//! The emulator executor: unmodified static RISC-V Linux programs (RV64GC,
+//! lp64d) on a deterministic software CPU.
 //!
 //! Why an interpreter of our own: the libraries that exist do not fit.
 //! ckb-vm has no F or D (glibc's lp64d code uses both), rvemu runs RV64GC
@@ -23,8 +23,8 @@
 //! [`executor`] puts it behind the one executor trait: the machine at
 //! `main` (or at `dst_setup_complete`) is the snapshot (pages shared until
 //! written, so a restore copies no bytes), `getrandom`, the clock and the
-//! schedule are decisions through the SDK attached to the executor's
-//! region, taken branches and jumps are edges, and the instruction budget
+//! schedule are decisions written by the machine's recorder of the run
+//! protocol (`dst::protocol`) into the executor's region, taken branches and jumps are edges, and the instruction budget
 //! makes a spinning program a timeout that replays identically.
 //!
 //! Not yet: files, signal handlers.

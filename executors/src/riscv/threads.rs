@@ -21,7 +21,6 @@
 //! the executor reports as the SDK's own deadlock property.
 
 use dst::decision::{Kind, Value};
-use dst::runtime::{SiteText, decide_for};
 
 use super::cpu::Cpu;
 use super::machine::{Exit, Machine};
@@ -123,17 +122,17 @@ const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
 /// What `clone` asks that the emulator cannot do (a new process).
 pub const NOT_A_THREAD: &str = "clone without CLONE_VM | CLONE_THREAD (a new process)";
 
-/// Takes a scheduling decision at the site named `name`.
-fn decide(name: &str, bytes: &mut [u8], value: Value) -> u64 {
-    let kind = if bytes.len() == 1 {
-        Kind::Schedule
-    } else {
-        Kind::Change
-    };
-    decide_for(kind, SiteText::named(name), bytes, value)
-}
-
 impl Machine {
+    /// Takes a scheduling decision at the site named `name`.
+    fn decide_schedule(&mut self, name: &str, bytes: &mut [u8], value: Value) -> u64 {
+        let kind = if bytes.len() == 1 {
+            Kind::Schedule
+        } else {
+            Kind::Change
+        };
+        self.decide(kind, name, bytes, value)
+    }
+
     /// The running thread's id.
     pub fn tid(&self) -> u64 {
         self.threads[self.current].tid
@@ -344,12 +343,12 @@ impl Machine {
             1 => order[0],
             len => {
                 let name = format!("dst emulator: thread to run at {}", why.name());
-                order[decide(&name, &mut [0], Value::Mod(len as u64)) as usize]
+                order[self.decide_schedule(&name, &mut [0], Value::Mod(len as u64)) as usize]
             }
         };
         self.slice_end = u64::MAX;
         if order.len() > 1 {
-            let v = decide("dst emulator: preemption slice", &mut [0; 2], Value::Be);
+            let v = self.decide_schedule("dst emulator: preemption slice", &mut [0; 2], Value::Be);
             if let Some(slice) = slice(v) {
                 self.slice_end = self.cpu.retired + slice;
             }
@@ -373,7 +372,8 @@ impl Machine {
         self.cpu.reservation = None;
         self.current = next;
         if preempted {
-            dst::runtime::count_interleaving_for(from_pc, self.cpu.pc ^ 0x5555);
+            self.recorder
+                .count_interleaving(from_pc, self.cpu.pc ^ 0x5555);
         }
         if self.switches.len() < 100_000 {
             self.switches.push(Switch {

@@ -1,7 +1,7 @@
 //! The host side of the SDK inside a module (`dst::wasm`): one host
-//! function per hook, put in the table the rewrite appended, each calling
-//! the SDK attached to the executor's region, as a native target's SDK
-//! would. A hook called with arguments that do not make sense (a buffer
+//! function per hook, put in the table the rewrite appended, each writing
+//! the run through the host's recorder (`dst::protocol`), as a native
+//! target's SDK writes its own. A hook called with arguments that do not make sense (a buffer
 //! outside memory, an unknown kind) traps the run with a message naming
 //! the hook: the module and this dst disagree.
 
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use dst::catalog::{self, SiteInfo};
 use dst::decision::{self, Value};
-use dst::runtime::SiteText;
+use dst::protocol::SiteText;
 use dst::wasm::HOOKS;
 use wasmi::{Caller, Error, Func, Nullable, Ref, Store, Table};
 
@@ -117,7 +117,7 @@ fn functions(store: &mut Store<Host>) -> Vec<Func> {
             let value = Value::decode(tag as u32, parameter as u64)
                 .ok_or_else(|| bad(HOOK, "an unknown value function"))?;
             let len = usize::try_from(len).map_err(|_| bad(HOOK, "a negative length"))?;
-            let (memory, _) =
+            let (memory, host) =
                 memory(&mut caller).ok_or_else(|| bad(HOOK, "the module has no memory"))?;
             if slice(memory, buf, len).is_none() {
                 return Err(bad(HOOK, "a buffer outside the module's memory"));
@@ -137,7 +137,7 @@ fn functions(store: &mut Store<Host>) -> Vec<Func> {
                 column: column as u32,
                 name: text(memory, name, name_len, HOOK)?,
             };
-            let value = dst::runtime::decide_for(kind, site, bytes, value);
+            let value = host.recorder().decide_at(kind, site, bytes, value);
             slice_mut(memory, buf, len)
                 .expect("checked above")
                 .copy_from_slice(bytes);
@@ -162,12 +162,13 @@ fn functions(store: &mut Store<Host>) -> Vec<Func> {
                 usize::MAX,
                 catalog::c::kind(kind as u16).unwrap_or(catalog::Kind::Always),
             ));
-            Ok(i32::from(dst::runtime::evaluate_for(
-                index,
-                kind,
-                condition != 0,
-                score,
-            )))
+            let evaluation = caller
+                .data()
+                .recorder
+                .as_ref()
+                .expect("a host in its store has its recorder")
+                .evaluate(index, kind, condition != 0, score);
+            Ok(i32::from(evaluation.report()))
         },
     );
     let report = Func::wrap(
@@ -183,11 +184,11 @@ fn functions(store: &mut Store<Host>) -> Vec<Func> {
          -> Result<(), Error> {
             const HOOK: &str = "__dst_host_report";
             let site = site_of(&mut caller, id, message, message_len, HOOK)?;
-            let (memory, _) =
+            let (memory, host) =
                 memory(&mut caller).ok_or_else(|| bad(HOOK, "the module has no memory"))?;
             let details = text(memory, details, details_len, HOOK)?.map(str::to_string);
             if let Some((index, _)) = site {
-                dst::runtime::report_for(index, condition != 0, details);
+                host.recorder().report(index, condition != 0, details);
             }
             Ok(())
         },
@@ -201,16 +202,16 @@ fn functions(store: &mut Store<Host>) -> Vec<Func> {
          details_len: i32|
          -> Result<(), Error> {
             const HOOK: &str = "__dst_host_event";
-            let (memory, _) =
+            let (memory, host) =
                 memory(&mut caller).ok_or_else(|| bad(HOOK, "the module has no memory"))?;
             let name = text(memory, name, name_len, HOOK)?.unwrap_or("");
             let details = text(memory, details, details_len, HOOK)?.map(str::to_string);
-            dst::runtime::event(name, details);
+            host.recorder().event(name, details);
             Ok(())
         },
     );
-    let events_wanted = Func::wrap(&mut *store, || -> i32 {
-        i32::from(dst::runtime::events_wanted())
+    let events_wanted = Func::wrap(&mut *store, |mut caller: Caller<'_, Host>| -> i32 {
+        i32::from(caller.data_mut().recorder().events_wanted())
     });
     let functions = vec![present, decide, assert, report, event, events_wanted];
     debug_assert_eq!(functions.len(), HOOKS.len(), "one host function per hook");

@@ -12,13 +12,14 @@
 //! memory larger, but the module sees its virtual size, which the snapshot
 //! restores, and the pages past the snapshot are zeroed. WASI preview 1 is
 //! dst's ([`wasi`]): clock, randomness and sleeps are decisions, output is
-//! captured. Decisions go through the SDK attached to the executor's
-//! region, as for a target in this process.
+//! captured. Decisions are written by the executor's own recorder of the
+//! run protocol (`dst::protocol`), over the executor's region, as the SDK
+//! writes a native target's.
 //!
 //! A module built with the `dst` crate exports its hooks (`dst::wasm`);
 //! the rewrite turns them into calls of the host functions of [`hooks`],
-//! so its assertions and decisions reach the executor's region as a native
-//! program's do, and its catalog is read from its `dst_catalog` custom
+//! so its assertions and decisions reach the executor's recorder as a
+//! native program's reach the SDK's, and its catalog is read from its `dst_catalog` custom
 //! section. Traps are located by [`locate`]: the function (name section)
 //! and line (DWARF) of the last block entered, or a Rust panic's own
 //! location.
@@ -39,10 +40,11 @@ pub mod wasi;
 
 use std::cell::UnsafeCell;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dst::catalog::SiteInfo;
-use dst::region::{Event, FLAG_EVENTS, Layout, Region, RegionRef};
+use dst::region::{FLAG_EVENTS, Layout, Region, RegionRef};
 use dst_kernel::executor::region_map;
 use dst_kernel::{Coverage, End, Executor, Map};
 use wasmi::TrapCode;
@@ -54,11 +56,8 @@ use wasmi::{
 use wasi::Host;
 
 /// Lifecycle events a run recorded with `FLAG_EVENTS` leaves: its WASI
-/// calls (a JSON list of `[name, result]`), and what it wrote to standard
-/// output and error.
-pub const CALLS_EVENT: &str = "wasi";
-pub const STDOUT_EVENT: &str = "stdout";
-pub const STDERR_EVENT: &str = "stderr";
+/// calls, and what it wrote to standard output and error.
+pub use crate::guest::{CALLS_EVENT, STDERR_EVENT, STDOUT_EVENT};
 
 /// Instructions (wasmi fuel units) a run may execute unless told.
 pub const DEFAULT_FUEL: u64 = 20_000_000;
@@ -157,7 +156,8 @@ pub struct Wasm {
     locator: locate::Locator,
     options: Options,
     live: Live,
-    region: Region,
+    /// The region the host's recorder writes runs to.
+    region: Arc<Region>,
     flags: u64,
     catalog: Vec<SiteInfo>,
     /// The last run's edge counters, at a fixed address (cells: the
@@ -266,11 +266,17 @@ impl Wasm {
         }
         let mut args = vec![program.to_string()];
         args.extend(options.args.iter().cloned());
+        let region = Arc::new(Region::new(Layout {
+            sites_capacity: rewritten.catalog.len().max(1),
+            coverage_size: crate::inprocess::DECISION_COVERAGE,
+            ..Layout::default()
+        }));
         let host = Host {
             args,
             env: options.env.clone(),
             capture_limit: CAPTURE_LIMIT,
-            sites: std::sync::Arc::new(hooks::Sites::new(&rewritten.catalog)),
+            sites: Arc::new(hooks::Sites::new(&rewritten.catalog)),
+            recorder: Some(crate::guest::Recorder::new(Arc::clone(&region))),
             ..Host::default()
         };
         let live = instantiate(
@@ -290,11 +296,7 @@ impl Wasm {
             locator: locate::Locator::new(rewritten.debug),
             options,
             live,
-            region: Region::new(Layout {
-                sites_capacity: rewritten.catalog.len().max(1),
-                coverage_size: crate::inprocess::DECISION_COVERAGE,
-                ..Layout::default()
-            }),
+            region,
             flags: 0,
             catalog: rewritten.catalog,
             edges: (0..rewritten.edges.clamp(1, 1 << 16))
@@ -392,46 +394,24 @@ impl Wasm {
     }
 
     /// After a run with events recorded: its WASI calls and output.
-    fn record_events(&self) {
-        let host = self.live.store.data();
+    fn record_events(&mut self) {
+        let host = self.live.store.data_mut();
         let calls: Option<Vec<(String, i64)>> = host.calls.as_ref().map(|calls| {
             calls
                 .iter()
                 .map(|(n, r)| (n.clone(), i64::from(*r)))
                 .collect()
         });
-        record_output(
-            self.region.view(),
-            calls.as_deref(),
-            &host.stdout,
-            &host.stderr,
-        );
-    }
-}
-
-/// Leaves a sandboxed run's system calls (name and result; `None` when not
-/// recorded) and its output as the lifecycle events `replay` shows
-/// ([`CALLS_EVENT`], [`STDOUT_EVENT`], [`STDERR_EVENT`]): for every level
-/// whose system is dst's (this one, the emulator).
-pub(crate) fn record_output(
-    view: RegionRef<'_>,
-    calls: Option<&[(String, i64)]>,
-    stdout: &[u8],
-    stderr: &[u8],
-) {
-    if let Some(calls) = calls {
-        view.push_event(&Event::Lifecycle {
-            name: CALLS_EVENT.into(),
-            details: serde_json::to_string(calls).ok(),
-        });
-    }
-    for (name, bytes) in [(STDOUT_EVENT, stdout), (STDERR_EVENT, stderr)] {
-        if !bytes.is_empty() {
-            view.push_event(&Event::Lifecycle {
-                name: name.into(),
-                details: Some(String::from_utf8_lossy(bytes).into_owned()),
-            });
-        }
+        let wasi::Host {
+            recorder,
+            stdout,
+            stderr,
+            ..
+        } = host;
+        let recorder = recorder
+            .as_mut()
+            .expect("a host in its store has its recorder");
+        crate::guest::record_output(recorder, calls.as_deref(), stdout, stderr);
     }
 }
 
@@ -490,15 +470,9 @@ fn instantiate(
     })
 }
 
-impl Drop for Wasm {
-    fn drop(&mut self) {
-        crate::inprocess::detach(&self.region);
-    }
-}
-
 impl Executor for Wasm {
     fn execute(&mut self, input: &[u8]) -> End {
-        let _attached = crate::inprocess::attach(&self.region, input, self.flags);
+        self.region.view().reset(input, self.flags);
         if let Err(e) = self.restore() {
             return End::crash("instantiate", e.to_string(), None);
         }

@@ -15,10 +15,12 @@
 //!   `fd_prestat_dir_name`, `fd_seek`: what std programs call at start (no
 //!   files, no preopened directories, so `path_open` is `EBADF`).
 //!
-//! Decisions go through the SDK (`dst::random`) attached to the run's
-//! region, so they land in the decision trace, the trace hash and decision
-//! coverage exactly as a Rust target's do.
+//! Decisions are written by the host's recorder of the run protocol
+//! (`dst::protocol`), so they land in the decision trace, the trace hash
+//! and decision coverage exactly as a Rust target's do.
 
+use dst::decision::{Kind, Value};
+use dst::protocol::SiteText;
 use wasmi::{Caller, Error, Extern, Linker};
 
 /// The module WASI preview 1 functions are imported from.
@@ -54,6 +56,18 @@ pub const EINVAL: i32 = 28;
 pub const ENOSYS: i32 = 52;
 pub const ESPIPE: i32 = 70;
 
+/// The decision site of `random_get`: the one it had as a call of
+/// `dst::random::fill` at this file's line 374 (a caller site, hashed from
+/// its location), kept so that stored runs replay to the same trace.
+const RANDOM_SITE: SiteText<'static> = SiteText {
+    id: dst::catalog::site_hash(RANDOM_FILE, 374, 17),
+    file: RANDOM_FILE,
+    line: 374,
+    column: 17,
+    name: None,
+};
+const RANDOM_FILE: &str = "executors/src/wasm/wasi.rs";
+
 /// Virtual time at the start of every run: the realtime clock reads
 /// 2024-01-01T00:00:00Z; the monotonic clock reads zero.
 const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
@@ -75,6 +89,9 @@ pub struct Host {
     pub calls: Option<Vec<(String, i32)>>,
     /// The module's catalog sites by id, for the SDK's hooks.
     pub sites: std::sync::Arc<super::hooks::Sites>,
+    /// Writes the runs into the executor's region (`None` only in a host
+    /// taken out of its store).
+    pub recorder: Option<crate::guest::Recorder>,
 }
 
 impl Host {
@@ -94,10 +111,17 @@ impl Host {
         result
     }
 
+    /// The run's recorder.
+    pub fn recorder(&mut self) -> &mut crate::guest::Recorder {
+        self.recorder
+            .as_mut()
+            .expect("a host in its store has its recorder")
+    }
+
     /// One clock reading: virtual time advances by the decided step
     /// (`crate::clock`).
     fn tick(&mut self) -> u64 {
-        let step = crate::clock::step("dst wasi: clock", "dst wasi: clock jump");
+        let step = crate::clock::step(self.recorder(), "dst wasi: clock", "dst wasi: clock jump");
         self.now = self.now.saturating_add(step);
         self.now
     }
@@ -359,9 +383,10 @@ pub fn define(linker: &mut Linker<Host>) -> Result<(), wasmi::errors::LinkerErro
         MODULE,
         "random_get",
         |mut c: Caller<'_, Host>, at: i32, len: i32| {
-            with_memory(&mut c, "random_get", |m, _| {
+            with_memory(&mut c, "random_get", |m, h| {
                 let buf = slice_mut(m, at, len as u32 as usize)?;
-                dst::random::fill(buf);
+                h.recorder()
+                    .decide_at(Kind::Fill, RANDOM_SITE, buf, Value::Hash);
                 Some(SUCCESS)
             })
         },
@@ -416,4 +441,14 @@ fn poll(m: &mut [u8], h: &mut Host, subs: i32, events: i32, n: i32, count: i32) 
     }
     write_bytes(m, count, &(fired.len() as u32).to_le_bytes())?;
     Some(SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    /// `RANDOM_SITE` names this file as a caller site's `Location` does
+    /// (the path rustc was given, from the workspace's root).
+    #[test]
+    fn the_random_site_names_this_file_as_a_caller_site_would() {
+        assert_eq!(std::panic::Location::caller().file(), super::RANDOM_FILE);
+    }
 }

@@ -1,0 +1,366 @@
+//! The run protocol: how one run is written into a region, as a value its
+//! owner holds.
+//!
+//! A [`Recorder`] is a region (any handle that derefs to a [`Region`]) and
+//! the decision stream of the run the region holds. Everything that writes
+//! a run goes through it: taking a decision from the stream (its record,
+//! decision coverage, cursor and trace hash), evaluating an assertion into
+//! its site state, appending events, counting interleavings, and tracing
+//! scheduling steps. There is no global here: the native SDK holds one
+//! recorder for the region it attached (`runtime`, which adds local mode's
+//! output and the process-wide lock its threads share), and each guest
+//! executor (wasm, the emulator, KVM) holds one for its own region and
+//! answers its guest through it, so executors of any level can run at once
+//! in one process.
+//!
+//! Life cycle: the region's owner resets it between runs
+//! ([`RegionRef::reset`], which moves its run id on); the first decision
+//! of a run sees the new run id and starts the stream from the input's
+//! seed. Writes during a run need `&mut Recorder` (one writer at a time);
+//! evaluating an assertion is atomic on the region and needs only `&self`.
+
+use std::ops::Deref;
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+
+use crate::catalog;
+use crate::decision::{self, Kind, Stream, Value};
+use crate::region::{
+    self, DecisionRecord, Event, FLAG_EVENTS, FLAG_TRACE_SITES, Region, RegionRef, SITE_FALSE,
+    SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
+};
+
+/// A decision site described by its text: what a decision record's site id
+/// hashes, and what a run being explained shows for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteText<'a> {
+    /// The site's id (`catalog::site_hash` of its location, as the SDK
+    /// computes it for its own sites).
+    pub id: u32,
+    pub file: &'a str,
+    pub line: u32,
+    pub column: u32,
+    /// A fault's name.
+    pub name: Option<&'a str>,
+}
+
+impl<'a> SiteText<'a> {
+    /// A site named by `name` alone (an executor's own decision: its
+    /// clock, its scheduler), its id the name's `catalog::site_hash`.
+    pub fn named(name: &'a str) -> SiteText<'a> {
+        SiteText {
+            id: catalog::site_hash(name, 0, 0),
+            file: name,
+            line: 0,
+            column: 0,
+            name: None,
+        }
+    }
+}
+
+/// One decision as it was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// Its index in the run's decision records.
+    pub index: u64,
+    /// Where its bytes start in the decision stream.
+    pub offset: u64,
+    /// Its value (`Value::of` its bytes).
+    pub value: u64,
+}
+
+/// What evaluating an assertion did to its site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evaluation {
+    /// The first evaluation of this polarity in the run.
+    pub first: bool,
+    /// The evaluation fails its property (a must-hold one was false).
+    pub failed: bool,
+    /// The run is being explained (`FLAG_TRACE_SITES`).
+    pub explaining: bool,
+    /// The site is outside the region's table (`STATUS_SITES_OVERFLOW`).
+    pub overflow: bool,
+}
+
+impl Evaluation {
+    /// Whether its report (event, details) is wanted by an explorer: a
+    /// first failure, or a first evaluation of a run being explained.
+    pub fn report(self) -> bool {
+        self.first && (self.failed || self.explaining)
+    }
+}
+
+/// Writes runs into a region; see the module docs.
+pub struct Recorder<R> {
+    region: R,
+    stream: Option<Stream>,
+    /// The run id `stream` belongs to.
+    run: u64,
+}
+
+impl<R: Deref<Target = Region>> std::fmt::Debug for Recorder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("region", &self.view().base())
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Clone> Clone for Recorder<R> {
+    fn clone(&self) -> Self {
+        Recorder {
+            region: self.region.clone(),
+            stream: self.stream.clone(),
+            run: self.run,
+        }
+    }
+}
+
+impl<R: Deref<Target = Region>> Recorder<R> {
+    /// A recorder for `region`, whose next run starts a fresh stream.
+    pub fn new(region: R) -> Recorder<R> {
+        Recorder {
+            region,
+            stream: None,
+            run: 0,
+        }
+    }
+
+    /// The region's handle.
+    pub fn handle(&self) -> &R {
+        &self.region
+    }
+
+    /// A view of the region.
+    #[inline]
+    pub fn view(&self) -> RegionRef<'_> {
+        self.region.view()
+    }
+
+    /// The run's flags (`FLAG_*`).
+    #[inline]
+    pub fn flags(&self) -> u64 {
+        self.view().header().flags.load(Ordering::Relaxed)
+    }
+
+    /// Takes one decision at `site` (its id; its text only asked for when
+    /// the run is being explained): fills `bytes` from the stream, records
+    /// it, and returns it with its value `value.of(bytes)`.
+    pub fn decide<'t>(
+        &mut self,
+        kind: Kind,
+        site: u32,
+        text: impl FnOnce() -> SiteText<'t>,
+        bytes: &mut [u8],
+        value: Value,
+    ) -> Taken {
+        let region = self.region.view();
+        let header = region.header();
+        let run = header.run_id.load(Ordering::Acquire);
+        if self.run != run || self.stream.is_none() {
+            self.run = run;
+            self.stream = Some(Stream::new(decision::tail_seed(region.input())));
+        }
+        let stream = self.stream.as_mut().expect("set above");
+        // A guest that takes decisions itself from the stream's bytes (the
+        // KVM executor's runtime) advances the region's cursor, not this
+        // stream's: catch up by reading what it consumed (so the tail
+        // generator advances as it would have). Natively the two are equal.
+        let ahead = header.cursor.load(Ordering::Acquire);
+        if ahead > stream.cursor {
+            debug_assert!(
+                ahead - stream.cursor < 1 << 32,
+                "a guest cursor out of range"
+            );
+            let mut skipped = [0u8; 256];
+            while stream.cursor < ahead {
+                let n = (ahead - stream.cursor).min(skipped.len() as u64) as usize;
+                stream.read(region.input(), &mut skipped[..n]);
+            }
+        }
+        let offset = stream.cursor;
+        stream.read(region.input(), bytes);
+        debug_assert_eq!(
+            stream.cursor,
+            offset + bytes.len() as u64,
+            "a decision consumes exactly its width"
+        );
+        header.cursor.store(stream.cursor, Ordering::Release);
+        let value = value.of(bytes);
+        let index = header.decisions.load(Ordering::Relaxed);
+        // One writer per run (`&mut self`), one index each.
+        debug_assert!(index < u64::MAX / 2, "decision counter corrupt: {index}");
+        region.put_decision(
+            index,
+            DecisionRecord {
+                offset,
+                value,
+                site,
+                width: bytes.len().min(u16::MAX as usize) as u16,
+                kind: kind as u8,
+                _reserved: 0,
+            },
+        );
+        header.decisions.store(index + 1, Ordering::Release);
+        region.count_decision(site, value);
+        let hash = header.trace_hash.load(Ordering::Relaxed);
+        header.trace_hash.store(
+            region::trace_hash_step(hash, kind as u8, site, value),
+            Ordering::Release,
+        );
+        if header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0 {
+            let text = text();
+            debug_assert_eq!(text.id, site, "a site's text names its own id");
+            region.push_event(&Event::DecisionSite {
+                index,
+                file: text.file.to_string(),
+                line: text.line,
+                column: text.column,
+                name: text.name.map(str::to_string),
+            });
+        }
+        Taken {
+            index,
+            offset,
+            value,
+        }
+    }
+
+    /// [`Recorder::decide`] at a site described by its text; its value.
+    pub fn decide_at(
+        &mut self,
+        kind: Kind,
+        site: SiteText<'_>,
+        bytes: &mut [u8],
+        value: Value,
+    ) -> u64 {
+        self.decide(kind, site.id, || site, bytes, value).value
+    }
+
+    /// Records one evaluation of the site at catalog `index` (of `kind`).
+    pub fn evaluate(
+        &self,
+        index: usize,
+        kind: catalog::Kind,
+        condition: bool,
+        score: f64,
+    ) -> Evaluation {
+        evaluate(self.view(), index, kind, condition, score)
+    }
+
+    /// Appends the report of an evaluation (`Evaluation::report`): its
+    /// event, with details.
+    pub fn report(&mut self, index: usize, condition: bool, details: Option<String>) {
+        debug_assert!(index <= u32::MAX as usize, "a catalog index fits a u32");
+        self.view().push_event(&Event::Assertion {
+            site: index as u32,
+            condition,
+            details,
+        });
+    }
+
+    /// Whether lifecycle events are recorded in this run (`FLAG_EVENTS`,
+    /// or `FLAG_TRACE_SITES` to explain it).
+    pub fn events_wanted(&self) -> bool {
+        self.flags() & (FLAG_EVENTS | FLAG_TRACE_SITES) != 0
+    }
+
+    /// Appends a lifecycle event.
+    pub fn event(&mut self, name: &str, details: Option<String>) {
+        self.view().push_event(&Event::Lifecycle {
+            name: name.to_string(),
+            details,
+        });
+    }
+
+    /// Whether scheduling steps are traced in this run (`FLAG_TRACE_SITES`).
+    pub fn tracing_steps(&self) -> bool {
+        self.flags() & FLAG_TRACE_SITES != 0
+    }
+
+    /// Appends a scheduling step (callers check [`Recorder::tracing_steps`]).
+    pub fn step(&mut self, step: region::Step) {
+        self.view().push_event(&Event::Step(step));
+    }
+
+    /// Counts an observed pair of conflicting operations (interleaving
+    /// coverage, [`RegionRef::count_interleaving`]).
+    pub fn count_interleaving(&self, first: u64, second: u64) {
+        if interleaving_coverage() {
+            self.view().count_interleaving(first, second);
+        }
+    }
+}
+
+/// Whether interleaving coverage is counted: `DST_INTERLEAVING=off` turns
+/// it off, for experiments (the benchmark's ablation).
+pub fn interleaving_coverage() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("DST_INTERLEAVING").is_none_or(|v| v != "off"))
+}
+
+/// The site-table half of an assertion on `region`: counts, guidance, the
+/// run's first failure. Atomic, so any thread may evaluate at any time.
+pub fn evaluate(
+    region: RegionRef<'_>,
+    index: usize,
+    kind: catalog::Kind,
+    condition: bool,
+    score: f64,
+) -> Evaluation {
+    let header = region.header();
+    let explaining = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
+    let failed = kind.fails_on(condition);
+    let Some(state) = region.site(index) else {
+        header
+            .status
+            .fetch_or(STATUS_SITES_OVERFLOW, Ordering::Relaxed);
+        return Evaluation {
+            first: false,
+            failed,
+            explaining,
+            overflow: true,
+        };
+    };
+    state.evaluations.fetch_add(1, Ordering::Relaxed);
+    let polarity = if condition {
+        state.true_count.fetch_add(1, Ordering::Relaxed);
+        SITE_TRUE
+    } else {
+        SITE_FALSE
+    };
+    let previous = state.flags.fetch_or(SITE_HIT | polarity, Ordering::AcqRel);
+    if !score.is_nan() {
+        let mut best = state.guidance.load(Ordering::Relaxed);
+        while score < f64::from_bits(best) {
+            match state.guidance.compare_exchange_weak(
+                best,
+                score.to_bits(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => best = now,
+            }
+        }
+    }
+    if failed {
+        let _ = header.first_failure.compare_exchange(
+            0,
+            index as u64 + 1,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+    debug_assert!(
+        state.flags.load(Ordering::Relaxed) & SITE_HIT != 0,
+        "an evaluated site is hit"
+    );
+    Evaluation {
+        first: previous & polarity == 0,
+        failed,
+        explaining,
+        overflow: false,
+    }
+}
