@@ -562,7 +562,7 @@ pub(crate) enum DecisionSite<'a> {
     Caller(&'static std::panic::Location<'static>),
     Fault(&'static Site),
     Foreign(crate::random::ForeignSite),
-    /// Described by whoever took it ([`decide_for`]).
+    /// Described by whoever took it ([`decide_text`]).
     Text(SiteText<'a>),
 }
 
