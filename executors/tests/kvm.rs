@@ -53,9 +53,15 @@ fn a_hypercall_then_a_null_dereference() {
 
 /// Builds `source` as a KVM guest with the runtime (as `cc --kvm` does).
 fn guest(name: &str, source: &str) -> std::path::PathBuf {
+    guest_with(name, source, &dst_executors::kvm::build::region_header())
+}
+
+/// [`guest`], its runtime built with `region` as its `dst_region.h`.
+fn guest_with(name: &str, source: &str, region: &str) -> std::path::PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = std::env::temp_dir().join(format!("dst-kvm-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("dst_region.h"), region).unwrap();
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, source).unwrap();
     let flags = [
@@ -74,6 +80,8 @@ fn guest(name: &str, source: &str) -> std::path::PathBuf {
         .args(flags)
         .arg("-I")
         .arg(&include)
+        .arg("-I")
+        .arg(&dir)
         .arg("-c")
         .arg(root.join("sdk-c/guest/dst_kvm.c"))
         .arg("-o")
@@ -395,4 +403,34 @@ fn what_the_guest_sees_of_the_machine_is_dsts() {
         "a scribbled header"
     );
     assert_eq!(run(&mut exec, 0, false), End::Ok, "the header was put back");
+}
+
+#[test]
+fn a_guest_built_for_another_region_layout_is_refused_in_one_line() {
+    use dst_executors::kvm::executor::Kvm;
+    if vm().is_none() {
+        return;
+    }
+    let current = dst_executors::kvm::build::region_header();
+    let version = format!("#define DST_REGION_VERSION {:#x}ull", dst::region::VERSION);
+    assert!(current.contains(&version), "{current}");
+    let older = current.replace(
+        &version,
+        &format!(
+            "#define DST_REGION_VERSION {:#x}ull",
+            dst::region::VERSION - 1
+        ),
+    );
+    let source = "#include \"dst.h\"\nint main(void) { return (int)dst_random_below(2); }\n";
+    let program = guest_with("older", source, &older);
+    let err = Kvm::open(&program, std::time::Duration::from_secs(5))
+        .err()
+        .expect("a guest built for another layout is refused");
+    assert!(
+        err.contains("another region layout") && !err.contains('\n'),
+        "{err}"
+    );
+    // The same program with the current layout runs.
+    let program = guest("current", source);
+    assert!(Kvm::open(&program, std::time::Duration::from_secs(5)).is_ok());
 }

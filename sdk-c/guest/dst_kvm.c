@@ -7,7 +7,8 @@
  * sixth argument) when the runtime cannot answer them itself.
  *
  * The region is in guest memory (at DST_REGION, laid out as everywhere
- * else: `dst::region`), so the common case needs no exit: a decision whose
+ * else: `dst::region`, whose layout and constants this file takes from
+ * the generated `dst_region.h`), so the common case needs no exit: a decision whose
  * bytes are explicit in the input is taken here (the record, the cursor,
  * the decision coverage and the trace hash written as the SDK writes
  * them), past them from the stream's tail (the SDK's ChaCha8 bytes, which
@@ -17,7 +18,9 @@
  * explained or recorded (its flags are set: site texts, events), and the
  * report of an assertion's first failure (its details).
  *
- * The run: _start runs the constructors, tells the executor it is at
+ * The run: _start checks the region's magic and version (another layout
+ * is a hypercall that ends the guest), runs the constructors, tells the
+ * executor it is at
  * main (the snapshot every run starts from), calls main, and main's
  * return ends the run with its status (0 passes). `cargo dst-fuzz cc
  * --kvm` compiles and links this file, without coverage of its own.
@@ -39,41 +42,33 @@ enum {
     DST_CALL_REPORT = 7,
     DST_CALL_AT_MAIN = 100,
     DST_CALL_EXIT = 101,
+    /* The region at DST_REGION_AT is not the layout this runtime was
+     * built for (its magic or version differ): the guest stops. */
+    DST_CALL_BAD_REGION = 102,
 };
 
-/* The region (`dst::region`): header, then sections at its offsets. */
-struct dst__header {
-    uint64_t magic;
-    uint32_t version, header_size;
-    uint64_t total_size, input_offset, input_capacity, coverage_offset, coverage_size,
-        sites_offset, sites_capacity, decisions_offset, decisions_capacity, events_offset,
-        events_capacity;
-    uint64_t run_id, input_len, flags, cursor, decisions, trace_hash, events_len,
-        first_failure, status;
-};
-struct dst__site_state {
-    uint32_t flags, reserved;
-    uint64_t evaluations, true_count, guidance;
-};
-struct dst__decision {
-    uint64_t offset, value;
-    uint32_t site;
-    uint16_t width;
-    uint8_t kind, reserved;
-};
-#define DST_REGION ((volatile struct dst__header *)0x1000000)
+/* The region's layout and the protocol's constants: `dst_region.h`, made
+ * from the dst crate's types (`dst::region::c_header`) by the executor
+ * when the guest is built, with where the executor puts the region and
+ * the tail (DST_REGION_AT, DST_TAIL_AT, DST_TAIL_BYTES). */
+#include "dst_region.h"
+
+#ifdef DST_KVM_NATIVE_TEST
+/* The runtime's region code run natively, by a test that compares it
+ * with the Rust protocol (`executors/tests/kvm_runtime.rs`): the region
+ * and tail are where the test put them, and a call that needs the host
+ * is the test's. */
+extern volatile struct dst__header *dst__test_region;
+extern const uint8_t *dst__test_tail;
+long dst__test_hc(long n, long a, long b, long c, long d, long e, long f);
+#define DST_REGION dst__test_region
+#define DST_TAIL dst__test_tail
+#else
+#define DST_REGION ((volatile struct dst__header *)DST_REGION_AT)
 /* The decision stream past the input's explicit bytes (the SDK's ChaCha8
  * tail), written by the executor before each plain run. */
-#define DST_TAIL ((const uint8_t *)0x1E00000)
-#define DST_TAIL_BYTES (8u << 10)
-#define DST_SEED_BYTES 8
-#define DST_SITE_HIT 1u
-#define DST_SITE_TRUE 2u
-#define DST_SITE_FALSE 4u
-#define DST_STATUS_SITES_OVERFLOW 1u
-#define DST_BUILTIN_SITES 3 /* the SDK's own properties come first */
-#define DST_FAULT_THRESHOLD 0xF0
-enum { DST_U64 = 1, DST_BELOW = 2, DST_BOOL = 3, DST_FAULT = 6 };
+#define DST_TAIL ((const uint8_t *)DST_TAIL_AT)
+#endif
 
 static uint8_t *dst__at(uint64_t offset) { return (uint8_t *)DST_REGION + offset; }
 
@@ -83,7 +78,7 @@ static int dst__plain(void) { return DST_REGION->flags == 0; }
 
 static uint32_t dst__fnv32(uint32_t h, const void *bytes, size_t n) {
     const uint8_t *b = bytes;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x01000193u;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * (uint32_t)DST_FNV32_PRIME;
     return h;
 }
 
@@ -96,7 +91,7 @@ static size_t dst__strlen(const char *s) {
 /* `dst::catalog::site_hash(file, line, 0)`. */
 static uint32_t dst__site_hash(const char *file, uint32_t line) {
     uint32_t column = 0;
-    uint32_t h = dst__fnv32(0x811C9DC5u, file, dst__strlen(file));
+    uint32_t h = dst__fnv32((uint32_t)DST_FNV32_OFFSET, file, dst__strlen(file));
     h = dst__fnv32(h, &line, 4);
     return dst__fnv32(h, &column, 4);
 }
@@ -133,14 +128,14 @@ static int dst__decide(uint8_t kind, uint32_t site, unsigned width, uint64_t mod
         d->site = site;
         d->width = (uint16_t)width;
         d->kind = kind;
-        d->reserved = 0;
+        d->_reserved = 0;
     }
     r->decisions = index + 1;
     /* Decision coverage (`RegionRef::count_decision`). */
     uint64_t size = r->coverage_size;
     if (size) {
         uint64_t bucket = v < 16 ? v : 16 + (64 - (uint64_t)__builtin_clzll(v));
-        uint64_t window = size < 4096 ? size : 4096;
+        uint64_t window = size < DST_DECISION_WINDOW ? size : DST_DECISION_WINDOW;
         if (window >= 4) window -= window / 4;
         uint64_t slot = ((uint64_t)site ^ ((bucket * 0x9E3779B97F4A7C15ull) >> 32)) % window;
         uint8_t *counter = dst__at(r->coverage_offset) + slot;
@@ -150,7 +145,7 @@ static int dst__decide(uint8_t kind, uint32_t site, unsigned width, uint64_t mod
     uint64_t h = r->trace_hash;
     uint64_t words[2] = {(uint64_t)kind << 32 | site, v};
     for (int i = 0; i < 2; i++) {
-        h = (h ^ words[i]) * 0x100000001B3ull;
+        h = (h ^ words[i]) * DST_FNV64_PRIME;
         h ^= h >> 29;
     }
     r->trace_hash = h;
@@ -230,6 +225,9 @@ static int dst__evaluate(uint64_t index, uint16_t kind, bool condition, double s
     return failed && !(previous & polarity);
 }
 
+#ifdef DST_KVM_NATIVE_TEST
+#define dst__hc dst__test_hc
+#else
 static long dst__hc(long n, long a, long b, long c, long d, long e, long f) {
     register long r8 __asm__("r8") = e;
     register long r9 __asm__("r9") = f;
@@ -240,7 +238,9 @@ static long dst__hc(long n, long a, long b, long c, long d, long e, long f) {
                      : "memory");
     return result;
 }
+#endif
 
+#ifndef DST_KVM_NATIVE_TEST
 /* Edge coverage (gcc's -fsanitize-coverage=trace-pc: a call at every
  * basic block): the edge (previous block, this block) counted in a map
  * the executor reads, as AFL counts them. */
@@ -293,11 +293,15 @@ extern void (*__init_array_start[])(void);
 extern void (*__init_array_end[])(void);
 
 __attribute__((noreturn, section(".text.dst_start"))) void _start(void) {
+    volatile struct dst__header *r = DST_REGION;
+    if (r->magic != DST_REGION_MAGIC || r->version != DST_REGION_VERSION)
+        dst__hc(DST_CALL_BAD_REGION, (long)r->magic, (long)r->version, 0, 0, 0, 0);
     for (void (**f)(void) = __init_array_start; f < __init_array_end; f++) (*f)();
     dst__hc(DST_CALL_AT_MAIN, 0, 0, 0, 0, 0, 0);
     dst__hc(DST_CALL_EXIT, main(0, NULL), 0, 0, 0, 0, 0);
     for (;;) __asm__ volatile("pause");
 }
+#endif
 
 static long dst__bits(double value) {
     union { double d; long l; } u = {value};

@@ -4,8 +4,10 @@
 //! here rather than taken from a crate because site ids are computed in
 //! `const` context, which needs a `const fn`.
 
-const FNV32_OFFSET: u32 = 0x811c_9dc5;
-const FNV32_PRIME: u32 = 0x0100_0193;
+/// The 32-bit FNV offset basis.
+pub const FNV32_OFFSET: u32 = 0x811c_9dc5;
+/// The 32-bit FNV prime.
+pub const FNV32_PRIME: u32 = 0x0100_0193;
 /// The 64-bit FNV offset basis.
 pub const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 /// The 64-bit FNV prime.

@@ -976,3 +976,108 @@ impl<'a> RegionRef<'a> {
         h.run_id.fetch_add(1, Ordering::Release);
     }
 }
+
+/// The region's layout and the protocol's constants as C definitions, for
+/// a guest runtime written in C (the KVM executor's,
+/// `sdk-c/guest/dst_kvm.c`, which includes it as `dst_region.h`): made
+/// from this crate's types whenever a guest is built, so a layout change
+/// cannot leave a guest behind. Each struct's fields sit at their Rust
+/// offsets (padding where Rust has fields the guest does not read), and
+/// `_Static_assert`s check offsets and sizes as the C compiler lays them
+/// out.
+pub fn c_header() -> String {
+    use std::fmt::Write;
+    use std::mem::{offset_of, size_of};
+    /// (C type, field, offset, size) of the fields a guest reads.
+    type Field = (&'static str, &'static str, usize, usize);
+    macro_rules! fields {
+        ($ty:ty: $($c:literal $name:ident),* $(,)?) => {
+            [$(($c, stringify!($name), offset_of!($ty, $name), {
+                // The field's own size, from a value of its type.
+                fn size<T>(_: fn(&$ty) -> &T) -> usize { size_of::<T>() }
+                size(|s: &$ty| &s.$name)
+            })),*]
+        };
+    }
+    let header: [Field; 23] = fields!(Header:
+        "uint64_t" magic, "uint32_t" version, "uint32_t" header_size, "uint64_t" total_size,
+        "uint64_t" input_offset, "uint64_t" input_capacity, "uint64_t" coverage_offset,
+        "uint64_t" coverage_size, "uint64_t" sites_offset, "uint64_t" sites_capacity,
+        "uint64_t" decisions_offset, "uint64_t" decisions_capacity, "uint64_t" events_offset,
+        "uint64_t" events_capacity, "uint64_t" run_id, "uint64_t" input_len, "uint64_t" flags,
+        "uint64_t" cursor, "uint64_t" decisions, "uint64_t" trace_hash, "uint64_t" events_len,
+        "uint64_t" first_failure, "uint64_t" status,
+    );
+    let site: [Field; 5] = fields!(SiteState:
+        "uint32_t" flags, "uint32_t" _reserved, "uint64_t" evaluations, "uint64_t" true_count,
+        "uint64_t" guidance,
+    );
+    let decision: [Field; 6] = fields!(DecisionRecord:
+        "uint64_t" offset, "uint64_t" value, "uint32_t" site, "uint16_t" width, "uint8_t" kind,
+        "uint8_t" _reserved,
+    );
+    let mut out = String::from(
+        "/* dst_region.h: generated from the dst crate's region layout\n \
+         * (dst::region::c_header) when the guest is built. Do not edit. */\n\
+         #include <stddef.h>\n#include <stdint.h>\n",
+    );
+    let mut strukt = |name: &str, fields: &[Field], size: usize| {
+        let _ = writeln!(out, "struct {name} {{");
+        let mut at = 0;
+        for (i, &(ty, field, offset, bytes)) in fields.iter().enumerate() {
+            debug_assert!(offset >= at, "fields in layout order");
+            if offset > at {
+                let _ = writeln!(out, "    uint8_t dst__pad{i}[{}];", offset - at);
+            }
+            let _ = writeln!(out, "    {ty} {field};");
+            at = offset + bytes;
+        }
+        if size > at {
+            let _ = writeln!(out, "    uint8_t dst__pad_end[{}];", size - at);
+        }
+        let _ = writeln!(out, "}};");
+        let _ = writeln!(
+            out,
+            "_Static_assert(sizeof(struct {name}) == {size}, \"struct {name}'s size\");"
+        );
+        for &(_, field, offset, _) in fields {
+            let _ = writeln!(
+                out,
+                "_Static_assert(offsetof(struct {name}, {field}) == {offset}, \"{name}.{field}\");"
+            );
+        }
+    };
+    strukt("dst__header", &header, size_of::<Header>());
+    strukt("dst__site_state", &site, size_of::<SiteState>());
+    strukt("dst__decision", &decision, size_of::<DecisionRecord>());
+    use crate::decision::Kind;
+    let constants: [(&str, u64); 20] = [
+        ("DST_REGION_MAGIC", MAGIC),
+        ("DST_REGION_VERSION", u64::from(VERSION)),
+        ("DST_FLAG_TRACE_SITES", FLAG_TRACE_SITES),
+        ("DST_FLAG_EVENTS", FLAG_EVENTS),
+        ("DST_STATUS_SITES_OVERFLOW", STATUS_SITES_OVERFLOW),
+        ("DST_SITE_HIT", u64::from(SITE_HIT)),
+        ("DST_SITE_TRUE", u64::from(SITE_TRUE)),
+        ("DST_SITE_FALSE", u64::from(SITE_FALSE)),
+        ("DST_DECISION_WINDOW", DECISION_WINDOW),
+        ("DST_SEED_BYTES", crate::decision::SEED_BYTES as u64),
+        (
+            "DST_FAULT_THRESHOLD",
+            u64::from(crate::decision::FAULT_THRESHOLD),
+        ),
+        ("DST_BUILTIN_SITES", crate::catalog::BUILTIN.len() as u64),
+        ("DST_U64", Kind::U64 as u64),
+        ("DST_BELOW", Kind::Below as u64),
+        ("DST_BOOL", Kind::Bool as u64),
+        ("DST_FAULT", Kind::Fault as u64),
+        ("DST_TRACE_HASH_INIT", TRACE_HASH_INIT),
+        ("DST_FNV64_PRIME", crate::hash::FNV64_PRIME),
+        ("DST_FNV32_OFFSET", u64::from(crate::hash::FNV32_OFFSET)),
+        ("DST_FNV32_PRIME", u64::from(crate::hash::FNV32_PRIME)),
+    ];
+    for (name, value) in constants {
+        let _ = writeln!(out, "#define {name} {value:#x}ull");
+    }
+    out
+}

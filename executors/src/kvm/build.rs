@@ -3,7 +3,9 @@
 //! coverage callback must not call itself) and linker script
 //! (`sdk-c/guest/kvm.ld`), `dst.h` on the include path, trace-pc edge
 //! coverage of the program's own code. The runtime's sources are compiled
-//! into this crate, so a build needs no source tree.
+//! into this crate, so a build needs no source tree; the region's layout
+//! it includes (`dst_region.h`, [`region_header`]) is made from the `dst`
+//! crate's types at each build.
 //! `cargo dst-fuzz cc --kvm` and the benchmark build with it.
 
 use std::ffi::{OsStr, OsString};
@@ -40,6 +42,20 @@ pub enum BuildError {
     Failed(&'static str, ExitStatus),
 }
 
+/// `dst_region.h` for the guest runtime: the region's layout and the
+/// protocol's constants (`dst::region::c_header`), and where this executor
+/// puts the region and the decision stream's tail in guest memory.
+pub fn region_header() -> String {
+    use super::executor::{REGION_AT, TAIL_AT, TAIL_BYTES};
+    let mut header = dst::region::c_header();
+    header.push_str(&format!(
+        "#define DST_REGION_AT {REGION_AT:#x}ull\n\
+         #define DST_TAIL_AT {TAIL_AT:#x}ull\n\
+         #define DST_TAIL_BYTES {TAIL_BYTES:#x}ull\n"
+    ));
+    header
+}
+
 /// Builds `out` from `args` (sources and compiler flags) with `compiler`,
 /// using the scratch directory `dir` (created; its contents replaced).
 pub fn build_guest(
@@ -49,10 +65,12 @@ pub fn build_guest(
     out: &Path,
 ) -> Result<(), BuildError> {
     std::fs::create_dir_all(dir).map_err(BuildError::Scratch)?;
+    let region = region_header();
     for (name, text) in [
         ("dst.h", DST_H),
         ("dst_kvm.c", RUNTIME),
         ("kvm.ld", LINKER_SCRIPT),
+        ("dst_region.h", region.as_str()),
     ] {
         std::fs::write(dir.join(name), text).map_err(BuildError::Scratch)?;
     }

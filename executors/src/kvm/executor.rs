@@ -65,6 +65,9 @@ const EDGES: usize = 1 << 16;
 /// The runtime's own calls (dst.h's are `crate::guest`'s).
 const AT_MAIN: u64 = 100;
 const EXIT: u64 = 101;
+/// The runtime found a region of another layout (magic, version) than
+/// the one it was built for: (magic, version) in its arguments.
+const BAD_REGION: u64 = 102;
 
 /// Why a file is not a guest this executor runs (one line each).
 pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
@@ -262,6 +265,11 @@ impl Kvm {
         self.watchdog.arm(self.timeout.max(Duration::from_secs(10)));
         let started = self.run_until(AT_MAIN);
         let result = match started {
+            Err(End::Crash(dst_kernel::Outcome::Crash { cause, message, .. }))
+                if cause == "region" =>
+            {
+                Err(message)
+            }
             Err(end) => Err(format!("the guest ended before its main function: {end:?}")),
             Ok(()) => self.take_snapshot(writable).and_then(|()| {
                 if !setup_call {
@@ -418,6 +426,14 @@ impl Kvm {
                 let [a0, a1, a2, a3, a4, a5] = args;
                 match n {
                     AT_MAIN => Step::Call(AT_MAIN),
+                    BAD_REGION => Step::End(End::crash(
+                        "region",
+                        format!(
+                            "the guest's runtime was built for another region layout (it read magic {a0:#x}, version {a1}; this executor's is version {}): rebuild the guest",
+                            dst::region::VERSION
+                        ),
+                        None,
+                    )),
                     EXIT if a0 == 0 => Step::End(End::Ok),
                     EXIT => Step::End(End::crash(
                         "exit",
