@@ -10,6 +10,11 @@ use dst::protocol::SiteText;
 
 use crate::guest::Recorder;
 
+/// The realtime clock at the start of every run, at every level (WASI's
+/// realtime clock, the emulator's `CLOCK_REALTIME` and `gettimeofday`):
+/// 2024-01-01T00:00:00Z; monotonic clocks read zero then.
+pub const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
+
 /// The nominal advance of one reading.
 pub const STEP_NS: u64 = 1_000;
 /// The longest decided jump, in seconds.

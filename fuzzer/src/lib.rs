@@ -12,8 +12,10 @@
 //!   coverage on the user's crates) and calls those commands, or explores
 //!   another program itself (`--cmd`). [`args`] defines the flags both share.
 //! - [`explore`] wires LibAFL to any `dst_kernel::Executor`: a closure in
-//!   this process (`dst_executors::InProcess`) or another program through
-//!   its fork server (`dst_executors::Process`). `feedback` (crate-private)
+//!   this process (`dst_executors::InProcess`), another program through
+//!   its fork server (`dst_executors::Process`), a wasm module
+//!   (`dst_executors::Wasm`), a riscv64 program on the emulator or a KVM
+//!   guest (`dst_executors::riscv`, `dst_executors::kvm`). `feedback` (crate-private)
 //!   holds the observers, feedbacks and objective that read the region;
 //!   `mutators` edits whole decisions.
 //! - [`ci`] is a CI job over any executor (replay what is stored, then

@@ -32,17 +32,24 @@ pub enum StoreError {
     BadInput { path: PathBuf, why: String },
     #[error("explorer error: {0}")]
     Libafl(String),
+    /// LibAFL's "shutting down": the broker ended the campaign, not a
+    /// failure.
+    #[error("the campaign is shutting down")]
+    ShuttingDown,
 }
 
 impl StoreError {
     pub(crate) fn libafl(err: libafl::Error) -> StoreError {
-        StoreError::Libafl(err.to_string())
+        match err {
+            libafl::Error::ShuttingDown => StoreError::ShuttingDown,
+            err => StoreError::Libafl(err.to_string()),
+        }
     }
 
     /// Whether this is LibAFL's "shutting down" (the broker ended the
     /// campaign), not a failure.
     pub(crate) fn is_shutdown(&self) -> bool {
-        matches!(self, StoreError::Libafl(m) if *m == libafl::Error::shutting_down().to_string())
+        matches!(self, StoreError::ShuttingDown)
     }
 
     /// The process exit status for this error.
@@ -52,7 +59,7 @@ impl StoreError {
             StoreError::Unreadable { .. } | StoreError::BadInput { .. } => exit::BAD_INPUT,
             StoreError::Campaign(CampaignError::Write { .. }) => exit::UNWRITABLE,
             StoreError::Campaign(_) => exit::BAD_INPUT,
-            StoreError::Libafl(_) => exit::INTERNAL,
+            StoreError::Libafl(_) | StoreError::ShuttingDown => exit::INTERNAL,
         }
     }
 }

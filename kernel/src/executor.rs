@@ -101,7 +101,8 @@ pub struct Coverage<'a> {
 }
 
 /// Runs inputs against one target at one level: in this process, in forked
-/// children, in another program, and next in wasm, an emulator or a VM.
+/// children, in another program, in a WebAssembly interpreter, on dst's
+/// RISC-V emulator or in a KVM virtual machine.
 ///
 /// # Protocol
 ///

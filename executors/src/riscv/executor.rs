@@ -167,7 +167,7 @@ impl Emulator {
             } => {
                 let (place, stack) = self.crash_place(pc);
                 End::crash(
-                    signal_name(signal),
+                    crate::fork::signal_name(signal),
                     format!(
                         "signal {signal} in {place} (pc {pc:#x}, address {address:#x}); stack: {stack}"
                     ),
@@ -301,16 +301,5 @@ impl Executor for Emulator {
 
     fn set_timeout(&mut self, timeout: Duration) {
         self.backstop = timeout;
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        11 => "SIGSEGV",
-        _ => "signal",
     }
 }

@@ -27,8 +27,8 @@ use crate::guest::Recorder;
 /// Where the stack ends (grows down from here) and how big it is.
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
 const STACK_SIZE: u64 = 8 << 20;
-/// The realtime clock at the start of every run: 2024-01-01T00:00:00Z.
-pub(super) const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
+/// The realtime clock at the start of every run (one epoch for every level).
+pub(super) use crate::clock::EPOCH_NS;
 /// Where anonymous mappings are placed, growing up.
 const MMAP_BASE: u64 = 0x2000_0000_0000;
 

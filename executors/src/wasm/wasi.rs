@@ -68,9 +68,8 @@ const RANDOM_SITE: SiteText<'static> = SiteText {
 };
 const RANDOM_FILE: &str = "executors/src/wasm/wasi.rs";
 
-/// Virtual time at the start of every run: the realtime clock reads
-/// 2024-01-01T00:00:00Z; the monotonic clock reads zero.
-const EPOCH_NS: u64 = 1_704_067_200 * 1_000_000_000;
+/// Virtual time at the start of every run (`crate::clock::EPOCH_NS`).
+use crate::clock::EPOCH_NS;
 
 /// What WASI calls see and leave, per run.
 #[derive(Debug, Default)]
