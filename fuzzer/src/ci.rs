@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use dst::catalog::SiteInfo;
-use dst_kernel::finding::{self, Found, Pipeline, Processed};
+use dst_kernel::finding::{self, FindingFile, Found, Pipeline, Processed};
 use dst_kernel::{Executor, Signature};
 use serde_json::{Value, json};
 
@@ -106,7 +106,8 @@ impl CiArgs {
 struct Stored {
     folder: String,
     signature: Option<Signature>,
-    record: Value,
+    /// Its `finding.json` (empty where unreadable).
+    record: FindingFile,
     input: Vec<u8>,
 }
 
@@ -120,8 +121,8 @@ fn stored_findings(dir: &Path) -> Result<Vec<Stored>, StoreError> {
         ) else {
             continue; // not a finding folder (a temporary one, a stray file)
         };
-        let record: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
-        let signature = serde_json::from_value(record["signature"].clone()).ok();
+        let record = FindingFile::parse(&text).unwrap_or_default();
+        let signature = record.signature.clone();
         stored.push(Stored {
             folder,
             signature,
@@ -274,12 +275,9 @@ where
             0,
         )
     };
-    let failing: Vec<Value> = new
+    let failing: Vec<FindingFile> = new
         .iter()
-        .filter_map(|f| {
-            let text = std::fs::read(f.path.join("finding.json")).ok()?;
-            serde_json::from_slice(&text).ok()
-        })
+        .filter_map(|f| FindingFile::read(&f.path))
         .chain(still_failing.iter().map(|f| f.record.clone()))
         .collect();
     if let Some(path) = &ci.sarif {
@@ -548,36 +546,36 @@ fn file_and_line(location: &str) -> Option<(String, u64)> {
 }
 
 /// A finding's rule: its property, or its crash's cause, or "timeout".
-fn rule(record: &Value) -> String {
-    let signature = &record["signature"];
-    match signature["kind"].as_str() {
-        Some("property") => signature["message"]
-            .as_str()
-            .unwrap_or("property")
-            .to_string(),
-        Some("crash") => signature["cause"].as_str().unwrap_or("crash").to_string(),
-        Some(kind) => kind.to_string(),
+fn rule(record: &FindingFile) -> String {
+    match &record.signature {
+        Some(Signature::Property { message }) => message.clone(),
+        Some(Signature::Crash { cause, .. }) => cause.clone(),
+        Some(Signature::Timeout) => "timeout".to_string(),
         None => "finding".to_string(),
     }
 }
 
 /// SARIF 2.1.0 for `failing` findings (their finding.json records).
-pub fn sarif(failing: &[Value]) -> String {
+pub fn sarif(failing: &[FindingFile]) -> String {
     let mut rules: Vec<String> = failing.iter().map(rule).collect();
     rules.sort();
     rules.dedup();
     let results: Vec<Value> = failing
         .iter()
         .map(|record| {
-            let signature = serde_json::to_string(&record["signature"]).unwrap_or_default();
+            // The signature as a JSON value's text (keys sorted), as
+            // fingerprints have always been made.
+            let signature = serde_json::to_value(&record.signature)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
             let fingerprint = format!("{:016x}", dst::hash::fnv64(signature.as_bytes()));
             let mut result = json!({
                 "ruleId": rule(record),
                 "level": "error",
-                "message": {"text": record["message"].as_str().unwrap_or("a dst finding")},
+                "message": {"text": record.message.as_deref().unwrap_or("a dst finding")},
                 "partialFingerprints": {"dstSignature/v1": fingerprint},
             });
-            if let Some((file, line)) = record["location"].as_str().and_then(file_and_line) {
+            if let Some((file, line)) = record.location.as_deref().and_then(file_and_line) {
                 result["locations"] = json!([{
                     "physicalLocation": {
                         "artifactLocation": {"uri": file},
@@ -619,7 +617,7 @@ fn xml(text: &str) -> String {
 /// JUnit XML: a test case per property (`properties`: `report::json`),
 /// failing when it fails, skipped when it was never reached; and one per
 /// crash or timeout finding in `failing`.
-pub fn junit(name: &str, properties: &Value, failing: &[Value]) -> String {
+pub fn junit(name: &str, properties: &Value, failing: &[FindingFile]) -> String {
     let mut cases = Vec::new();
     let mut failures = 0;
     let mut skipped = 0;
@@ -647,12 +645,15 @@ pub fn junit(name: &str, properties: &Value, failing: &[Value]) -> String {
             xml(message)
         ));
     }
-    for record in failing.iter().filter(|r| r["kind"] != "property") {
+    for record in failing
+        .iter()
+        .filter(|r| r.kind.as_deref() != Some("property"))
+    {
         failures += 1;
-        let text = record["message"].as_str().unwrap_or("a finding");
+        let text = record.message.as_deref().unwrap_or("a finding");
         cases.push(format!(
             "    <testcase classname=\"{}\" name=\"{}\"><failure message=\"{}\"/></testcase>",
-            xml(record["kind"].as_str().unwrap_or("crash")),
+            xml(record.kind.as_deref().unwrap_or("crash")),
             xml(&rule(record)),
             xml(text)
         ));
@@ -692,7 +693,15 @@ mod tests {
             {"message": "seen", "kind": "sometimes", "status": "unfound"},
             {"message": "ok", "kind": "always", "status": "passing"},
         ]);
-        let crash = json!({"kind": "crash", "message": "boom & bust", "signature": {"kind": "crash", "cause": "SIGSEGV"}});
+        let crash = FindingFile {
+            kind: Some("crash".into()),
+            message: Some("boom & bust".into()),
+            signature: Some(Signature::Crash {
+                cause: "SIGSEGV".into(),
+                at: "f".into(),
+            }),
+            ..FindingFile::default()
+        };
         let text = junit("t", &properties, &[crash]);
         assert!(
             text.contains("tests=\"4\" failures=\"2\" skipped=\"1\""),
@@ -706,7 +715,11 @@ mod tests {
     fn junit_drops_characters_xml_forbids() {
         // Found by dst's own finding_file target: a message with a control
         // character made the document unreadable to XML parsers.
-        let crash = json!({"kind": "crash", "message": "bad\u{1}byte\u{b}", "signature": {}});
+        let crash = FindingFile {
+            kind: Some("crash".into()),
+            message: Some("bad\u{1}byte\u{b}".into()),
+            ..FindingFile::default()
+        };
         let text = junit("t\u{0}", &json!([]), &[crash]);
         assert!(text.contains("badbyte"), "{text}");
         assert!(!text.chars().any(|c| c < ' ' && c != '\n'), "{text:?}");

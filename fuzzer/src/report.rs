@@ -136,45 +136,41 @@ pub fn document(
     let findings: Vec<Value> = names
         .iter()
         .filter_map(|finding| {
-            let record: Value = serde_json::from_slice(
-                &std::fs::read(findings_dir.join(finding).join("finding.json")).ok()?,
-            )
-            .ok()?;
-            let signature: Option<dst_kernel::Signature> =
-                serde_json::from_value(record["signature"].clone()).ok();
-            let replay = record["reproduce"]["explain"].as_str().map(str::to_string);
-            if let (Some(replay), Some(message)) = (&replay, record["message"].as_str()) {
-                replays.entry(message.to_string()).or_insert(replay.clone());
+            let record = dst_kernel::finding::FindingFile::read(&findings_dir.join(finding))?;
+            let command = |name: &str| record.reproduce.as_ref().and_then(|r| r.get(name)).cloned();
+            let replay = command("explain");
+            if let (Some(replay), Some(message)) = (&replay, &record.message) {
+                replays.entry(message.clone()).or_insert(replay.clone());
             }
-            let decisions: Vec<String> = record["decisions"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let decisions: Vec<String> = record
+                .decisions
+                .iter()
                 .map(|d| {
-                    let fault = d["fault"]
-                        .as_str()
+                    let fault = d
+                        .fault
+                        .as_deref()
                         .map(|f| format!(" (fault \"{f}\")"))
                         .unwrap_or_default();
                     format!(
-                        "#{:<4} {:<8} = {} at {}{fault}",
-                        d["index"],
-                        d["kind"].as_str().unwrap_or("?"),
-                        d["value"],
-                        d["location"].as_str().unwrap_or("?"),
+                        "#{} {:<8} = {} at {}{fault}",
+                        d.index,
+                        d.kind,
+                        d.value,
+                        d.location.as_deref().unwrap_or("?"),
                     )
                 })
                 .collect();
             Some(json!({
                 "name": finding,
                 "status": if previous.contains(finding) { "known" } else { "new" },
-                "kind": record["kind"],
-                "message": record["message"],
-                "location": record["location"],
-                "signature": signature.map(|s| s.to_string()),
+                "kind": record.kind,
+                "message": record.message,
+                "location": record.location,
+                "signature": record.signature.map(|s| s.to_string()),
                 "decisions": decisions,
-                "faults": record["faults_fired"],
+                "faults": record.faults_fired,
                 "replay": replay,
-                "gdb": record["reproduce"]["debugger"],
+                "gdb": command("debugger"),
             }))
         })
         .collect();

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use dst::catalog::SiteInfo;
 use dst::region::{Event, FLAG_TRACE_SITES, RegionRef};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    Coverage, End, Executor, Outcome, RunRecord, Signature, bisect_prefix, confirm, shrink,
-    write_atomic,
+    Coverage, Determinism, End, Executor, Outcome, RunRecord, Signature, bisect_prefix, confirm,
+    shrink, write_atomic,
 };
 
 /// A finding folder or file could not be written.
@@ -42,6 +42,107 @@ pub const REPLAYS: u32 = 5;
 pub struct Found {
     pub executions: u64,
     pub seconds: f64,
+}
+
+/// The version of `finding.json` that [`process`] writes
+/// ([`FindingFile::version`]; files written before there was one read as 0).
+pub const FINDING_VERSION: u32 = 1;
+
+/// `finding.json`, the record of a finding folder: written by [`process`]
+/// and read by everything else through this type. Every field a file lacks
+/// (an older version, an edit by hand) reads as its default, so each
+/// reader decides what it needs; a field of the wrong type makes the whole
+/// file unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FindingFile {
+    pub version: u32,
+    /// "assertion_failure", "crash" or "timeout".
+    pub kind: Option<String>,
+    /// The failing assertion's kind (`always`, ...).
+    pub property: Option<String>,
+    /// The failing property's message, or the crash's cause and message.
+    pub message: Option<String>,
+    /// The failing assertion's condition text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// The failing evaluation's details (JSON the target wrote).
+    pub details: Option<Value>,
+    pub location: Option<String>,
+    pub signature: Option<Signature>,
+    /// Replays did not all fail alike: not shrunk.
+    pub flaky: Option<bool>,
+    pub determinism: Option<Determinism>,
+    pub reproduced: Option<Reproduced>,
+    pub found_at: Option<FoundAt>,
+    pub input: Option<InputLengths>,
+    pub shrink_runs: Option<u64>,
+    pub decision_count: Option<u64>,
+    /// The faults that fired in the shrunk run, in order.
+    pub faults_fired: Vec<String>,
+    /// The shrunk run's decisions, explained.
+    pub decisions: Vec<DecisionLine>,
+    /// The shrunk run's thread schedule, explained (controlled threads).
+    pub schedule: Vec<StepLine>,
+    /// Commands that reproduce it (`explain`: a replay; `debugger`: the
+    /// target under gdb).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// How often the finding's confirmation replays failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reproduced {
+    pub replays: u32,
+    pub failed: u32,
+}
+
+/// When a finding was found ([`Found`], as written).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FoundAt {
+    pub executions: u64,
+    pub seconds: f64,
+}
+
+/// The lengths of a finding's inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputLengths {
+    pub original_len: usize,
+    pub shrunk_len: usize,
+    pub prefix_len: Option<usize>,
+}
+
+impl FindingFile {
+    /// The `finding.json` of the finding folder at `path`; `None` when it
+    /// is missing or not a finding record.
+    pub fn read(path: &Path) -> Option<FindingFile> {
+        FindingFile::parse(&std::fs::read(path.join("finding.json")).ok()?)
+    }
+
+    /// A `finding.json`'s bytes, if they are a finding record (a JSON
+    /// object).
+    pub fn parse(bytes: &[u8]) -> Option<FindingFile> {
+        let value: Value = serde_json::from_slice(bytes).ok()?;
+        if !value.is_object() {
+            return None;
+        }
+        serde_json::from_value(value).ok()
+    }
+
+    /// The record's description fields (kind, property, message,
+    /// condition, details, location) from [`describe`]'s value.
+    fn described(description: &Value) -> FindingFile {
+        let text = |key: &str| description[key].as_str().map(str::to_string);
+        FindingFile {
+            kind: text("kind"),
+            property: text("property"),
+            message: text("message"),
+            condition: text("condition"),
+            details: Some(description["details"].clone()).filter(|d| !d.is_null()),
+            location: text("location"),
+            ..FindingFile::default()
+        }
+    }
 }
 
 /// A reported finding, for summaries.
@@ -86,7 +187,7 @@ pub fn slug(signature: &Signature) -> String {
 }
 
 /// One decision of a run, explained.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionLine {
     pub index: u64,
     pub kind: String,
@@ -116,7 +217,7 @@ impl std::fmt::Display for DecisionLine {
 }
 
 /// One step of a controlled thread schedule, explained.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepLine {
     pub step: u64,
     pub thread: u32,
@@ -459,51 +560,65 @@ fn process_with(
         .filter(|d| d.value != 0)
         .filter_map(|d| d.fault.as_deref())
         .collect();
-    let mut description = describe(&record, runner.catalog());
-    let extra = json!({
-        "signature": signature,
-        "flaky": flaky,
-        "determinism": verdict,
-        "reproduced": { "replays": confirmation.runs, "failed": confirmation.reproduced },
-        "found_at": { "executions": found.executions, "seconds": found.seconds },
-        "input": {
-            "original_len": input.len(),
-            "shrunk_len": shrunk.len(),
-            "prefix_len": prefix.as_ref().map(|(p, _)| p.len()),
-        },
-        "shrink_runs": shrink_runs,
-        "decision_count": record.decision_count,
-        "faults_fired": faults_fired,
-        "decisions": decisions,
-        "schedule": schedule(&record),
-    });
-    if let (Value::Object(d), Value::Object(e)) = (&mut description, extra) {
-        d.extend(e);
-    }
+    let description = describe(&record, runner.catalog());
+    let mut file = FindingFile {
+        version: FINDING_VERSION,
+        signature: Some(signature.clone()),
+        flaky: Some(flaky),
+        determinism: Some(verdict.clone()),
+        reproduced: Some(Reproduced {
+            replays: confirmation.runs,
+            failed: confirmation.reproduced,
+        }),
+        found_at: Some(FoundAt {
+            executions: found.executions,
+            seconds: found.seconds,
+        }),
+        input: Some(InputLengths {
+            original_len: input.len(),
+            shrunk_len: shrunk.len(),
+            prefix_len: prefix.as_ref().map(|(p, _)| p.len()),
+        }),
+        shrink_runs: Some(shrink_runs),
+        decision_count: Some(record.decision_count),
+        faults_fired: faults_fired.into_iter().map(str::to_string).collect(),
+        schedule: schedule(&record),
+        decisions,
+        ..FindingFile::described(&description)
+    };
     let path = dir.join(&name);
     let input_path = path.join("input");
-    let reproduce = match reproduce {
+    file.reproduce = match reproduce {
         // A template: "{input}" stands for the finding's input file.
-        Some(Value::Object(template)) => Some(Value::Object(
+        Some(Value::Object(template)) => Some(
             template
                 .iter()
                 .map(|(k, v)| {
                     let text = v.as_str().unwrap_or_default();
                     let text = text.replace("{input}", &input_path.display().to_string());
-                    (k.clone(), Value::String(text))
+                    (k.clone(), text)
                 })
                 .collect(),
-        )),
+        ),
         _ => std::env::current_exe().ok().map(|binary| {
-            json!({
-                "explain": format!("{} replay {}", binary.display(), input_path.display()),
-                "debugger": format!("DST_INPUT={} gdb --args {} run", input_path.display(), binary.display()),
-            })
+            [
+                (
+                    "explain".to_string(),
+                    format!("{} replay {}", binary.display(), input_path.display()),
+                ),
+                (
+                    "debugger".to_string(),
+                    format!(
+                        "DST_INPUT={} gdb --args {} run",
+                        input_path.display(),
+                        binary.display()
+                    ),
+                ),
+            ]
+            .into_iter()
+            .collect()
         }),
     };
-    if let (Value::Object(d), Some(reproduce)) = (&mut description, reproduce) {
-        d.insert("reproduce".into(), reproduce);
-    }
 
     // Write into a temporary folder, then rename it into place.
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
@@ -517,7 +632,7 @@ fn process_with(
     if let Some((prefix, _)) = &prefix {
         write(&tmp.join("prefix"), prefix)?;
     }
-    let text = serde_json::to_vec_pretty(&description).expect("JSON values serialize");
+    let text = serde_json::to_vec_pretty(&file).expect("a finding record serializes");
     write(&tmp.join("finding.json"), &text)?;
     if let Err(source) = std::fs::rename(&tmp, &path) {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -543,15 +658,81 @@ fn process_with(
 /// The summary of a finding folder written by [`process`] (for campaigns
 /// whose findings were made by other processes).
 pub fn read_summary(path: &Path) -> Option<FindingSummary> {
-    let record: Value =
-        serde_json::from_slice(&std::fs::read(path.join("finding.json")).ok()?).ok()?;
+    let record = FindingFile::read(path)?;
+    let (found_at, input) = (record.found_at?, record.input?);
     Some(FindingSummary {
-        signature: serde_json::from_value(record["signature"].clone()).ok()?,
+        signature: record.signature?,
         path: path.to_path_buf(),
-        executions: record["found_at"]["executions"].as_u64()?,
-        seconds: record["found_at"]["seconds"].as_f64()?,
-        input_len: record["input"]["original_len"].as_u64()? as usize,
-        shrunk_len: record["input"]["shrunk_len"].as_u64()? as usize,
-        flaky: record["flaky"].as_bool()?,
+        executions: found_at.executions,
+        seconds: found_at.seconds,
+        input_len: input.original_len,
+        shrunk_len: input.shrunk_len,
+        flaky: record.flaky?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `finding.json` as the pipeline wrote it before the format had a
+    /// version (2026-12-06).
+    const BEFORE_VERSIONS: &str = r#"{
+      "kind": "assertion_failure", "property": "always",
+      "message": "the balance never goes negative", "condition": "balance >= 0",
+      "details": {"balance": -3}, "location": "src/bank.rs:41:9",
+      "signature": {"kind": "property", "message": "the balance never goes negative"},
+      "flaky": false,
+      "determinism": {"verdict": "stable", "runs": 5},
+      "reproduced": {"replays": 5, "failed": 5},
+      "found_at": {"executions": 1234, "seconds": 0.5},
+      "input": {"original_len": 40, "shrunk_len": 12, "prefix_len": null},
+      "shrink_runs": 50, "decision_count": 2, "faults_fired": ["drop the reply"],
+      "decisions": [{"index": 0, "kind": "fault", "value": 1, "offset": 0, "width": 1,
+                     "location": "src/bank.rs:30:5", "fault": "drop the reply"}],
+      "schedule": [],
+      "reproduce": {"explain": "bank replay x/input", "debugger": "DST_INPUT=x/input gdb --args bank run"}
+    }"#;
+
+    #[test]
+    fn a_finding_file_from_before_versions_reads_and_writes_back_alike() {
+        let file = FindingFile::parse(BEFORE_VERSIONS.as_bytes()).expect("an old file reads");
+        assert_eq!(file.version, 0);
+        assert_eq!(
+            file.signature,
+            Some(Signature::Property {
+                message: "the balance never goes negative".into()
+            })
+        );
+        assert_eq!(file.found_at.map(|f| f.executions), Some(1234));
+        assert_eq!(file.input.map(|i| i.shrunk_len), Some(12));
+        assert_eq!(file.decisions[0].fault.as_deref(), Some("drop the reply"));
+        assert_eq!(
+            file.reproduce
+                .as_ref()
+                .and_then(|r| r.get("explain"))
+                .map(String::as_str),
+            Some("bank replay x/input")
+        );
+        // Written back, every key of the old file is there with its value.
+        let old: Value = serde_json::from_str(BEFORE_VERSIONS).unwrap();
+        let new = serde_json::to_value(&file).unwrap();
+        for (key, value) in old.as_object().unwrap() {
+            assert_eq!(&new[key], value, "{key}");
+        }
+        assert_eq!(new["version"], 0);
+    }
+
+    #[test]
+    fn a_damaged_finding_file_reads_as_far_as_it_goes_or_not_at_all() {
+        let partial = FindingFile::parse(br#"{"message": "m", "version": 1}"#).unwrap();
+        assert_eq!(partial.message.as_deref(), Some("m"));
+        assert_eq!(partial.signature, None);
+        assert!(
+            FindingFile::parse(br#"{"flaky": "yes"}"#).is_none(),
+            "a wrong type"
+        );
+        assert!(FindingFile::parse(b"{").is_none());
+        assert!(FindingFile::parse(b"[]").is_none());
+    }
 }

@@ -91,8 +91,9 @@ dst_fuzz::target!(|| {
         "no markup from a finding gets into the report"
     );
 
-    let parsed: Option<Value> = serde_json::from_str(&text).ok();
-    let failing: Vec<Value> = parsed.into_iter().collect();
+    let failing: Vec<finding::FindingFile> = finding::FindingFile::parse(text.as_bytes())
+        .into_iter()
+        .collect();
     let sarif = dst_fuzz::ci::sarif(&failing);
     let sarif: Option<Value> = serde_json::from_str(&sarif).ok();
     dst::assert_always!(
