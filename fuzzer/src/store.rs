@@ -32,6 +32,14 @@ pub enum StoreError {
     BadInput { path: PathBuf, why: String },
     #[error("explorer error: {0}")]
     Libafl(String),
+    /// A client's target could not be started (its message names why);
+    /// the exit status is the one the target's opening chose.
+    #[error("{message}")]
+    Target { code: i32, message: String },
+    /// The campaign's broker could not listen, or its restarters could
+    /// not share a page.
+    #[error("{0}")]
+    Broker(String),
     /// LibAFL's "shutting down": the broker ended the campaign, not a
     /// failure.
     #[error("the campaign is shutting down")]
@@ -59,7 +67,10 @@ impl StoreError {
             StoreError::Unreadable { .. } | StoreError::BadInput { .. } => exit::BAD_INPUT,
             StoreError::Campaign(CampaignError::Write { .. }) => exit::UNWRITABLE,
             StoreError::Campaign(_) => exit::BAD_INPUT,
-            StoreError::Libafl(_) | StoreError::ShuttingDown => exit::INTERNAL,
+            StoreError::Target { code, .. } => *code,
+            StoreError::Libafl(_) | StoreError::Broker(_) | StoreError::ShuttingDown => {
+                exit::INTERNAL
+            }
         }
     }
 }
@@ -200,5 +211,27 @@ impl From<dst_kernel::finding::Unwritable> for StoreError {
             path: e.path,
             source: e.source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_told_apart_by_variant_not_by_text() {
+        assert!(StoreError::libafl(libafl::Error::shutting_down()).is_shutdown());
+        let other = StoreError::libafl(libafl::Error::unknown("Shutting down!"));
+        assert!(!other.is_shutdown(), "text that reads the same is not it");
+        assert_eq!(other.exit_code(), exit::INTERNAL);
+        let target = StoreError::Target {
+            code: exit::BAD_INPUT,
+            message: "guest.elf: not an ELF file".into(),
+        };
+        assert_eq!(target.exit_code(), exit::BAD_INPUT);
+        assert_eq!(target.to_string(), "guest.elf: not an ELF file");
+        let broker = StoreError::Broker("cannot listen on 127.0.0.1:1: denied".into());
+        assert_eq!(broker.exit_code(), exit::INTERNAL);
+        assert!(!broker.to_string().starts_with("explorer error"));
     }
 }

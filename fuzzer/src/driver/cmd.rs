@@ -152,7 +152,7 @@ pub fn run(
     let timeout = options.timeout;
     let make = move || match cmd.process_with(timeout, client_catalog) {
         Ok(exec) => Ok(exec),
-        Err((_, message)) => Err(StoreError::Libafl(message)),
+        Err((code, message)) => Err(StoreError::Target { code, message }),
     };
     let output = crate::cli::Output {
         json: args.json,

@@ -58,7 +58,12 @@ pub fn run(
         .catalog()
         .to_vec();
     let path = kvm.kvm.clone().expect("--kvm was given");
-    let make = move || Kvm::open(&path, timeout).map_err(crate::store::StoreError::Libafl);
+    let make = move || {
+        Kvm::open(&path, timeout).map_err(|e| crate::store::StoreError::Target {
+            code: exit::BAD_INPUT,
+            message: format!("{}: {e}", path.display()),
+        })
+    };
     let guest = kvm.kvm.as_ref().expect("--kvm was given");
     super::explore_with(
         fuzz,

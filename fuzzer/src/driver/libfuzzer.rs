@@ -211,7 +211,7 @@ fn campaign(
     let timeout = options.timeout;
     let make = move || {
         cmd.process_with(timeout, client_catalog)
-            .map_err(|(_, m)| crate::store::StoreError::Libafl(m))
+            .map_err(|(code, message)| crate::store::StoreError::Target { code, message })
     };
     let output = crate::cli::Output {
         json: false,

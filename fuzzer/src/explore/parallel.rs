@@ -69,7 +69,7 @@ fn free_port() -> Result<u16, StoreError> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| StoreError::Libafl(format!("no free port for the broker: {e}")))
+        .map_err(|e| StoreError::Broker(format!("no free port for the broker: {e}")))
 }
 
 /// Runs a campaign with `jobs` clients through LibAFL's launcher: one
@@ -110,10 +110,10 @@ pub fn explore_parallel<E: Executor + 'static>(
     let public = match &options.net {
         Some(Net::Listen(addr)) => {
             let listener = std::net::TcpListener::bind(addr)
-                .map_err(|e| StoreError::Libafl(format!("cannot listen on {addr}: {e}")))?;
+                .map_err(|e| StoreError::Broker(format!("cannot listen on {addr}: {e}")))?;
             let bound = listener
                 .local_addr()
-                .map_err(|e| StoreError::Libafl(format!("cannot listen on {addr}: {e}")))?;
+                .map_err(|e| StoreError::Broker(format!("cannot listen on {addr}: {e}")))?;
             eprintln!(
                 "dst-fuzz: listening on {bound}: other machines join with --join HOST:{}",
                 bound.port()
@@ -138,7 +138,7 @@ pub fn explore_parallel<E: Executor + 'static>(
     let main_pid = std::process::id();
     let shmem = StdShMemProvider::new().map_err(StoreError::libafl)?;
     let restarters = restart::Restarters::new(clients)
-        .map_err(|e| StoreError::Libafl(format!("no shared page for the restarters: {e}")))?;
+        .map_err(|e| StoreError::Broker(format!("no shared page for the restarters: {e}")))?;
     let client_options = options.clone();
     let client_catalog = catalog.clone();
     let run_client = move |state: Option<State>, mgr, description: ClientDescription| {
