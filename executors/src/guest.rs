@@ -18,7 +18,7 @@ use std::sync::Arc;
 use dst::catalog::{self, Kind as SiteKind};
 use dst::decision::{FAULT_THRESHOLD, Kind, Value, below_width};
 use dst::protocol::SiteText;
-use dst::region::{Event, Layout, Region};
+use dst::region::{Layout, Region};
 use object::{Object, ObjectSection};
 
 /// What a guest executor writes its runs with: a recorder of the run
@@ -48,19 +48,12 @@ pub fn record_output(
     stdout: &[u8],
     stderr: &[u8],
 ) {
-    let view = recorder.view();
     if let Some(calls) = calls {
-        view.push_event(&Event::Lifecycle {
-            name: CALLS_EVENT.into(),
-            details: serde_json::to_string(calls).ok(),
-        });
+        recorder.event(CALLS_EVENT, serde_json::to_string(calls).ok());
     }
     for (name, bytes) in [(STDOUT_EVENT, stdout), (STDERR_EVENT, stderr)] {
         if !bytes.is_empty() {
-            view.push_event(&Event::Lifecycle {
-                name: name.into(),
-                details: Some(String::from_utf8_lossy(bytes).into_owned()),
-            });
+            recorder.event(name, Some(String::from_utf8_lossy(bytes).into_owned()));
         }
     }
 }

@@ -18,6 +18,9 @@ use dst_executors::wasm::{Options, Wasm};
 use dst_executors::{End, Executor, InProcess, RunRecord};
 use dst_kernel::finding::{self, Found, Pipeline, Processed};
 
+mod common;
+use common::input;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -43,20 +46,6 @@ fn counter() -> Option<PathBuf> {
 
 fn lease() -> Wasm {
     Wasm::load(&root().join("examples/wasm/lease.wat"), Options::default()).unwrap()
-}
-
-/// A pseudo-random input of `len` bytes for `seed` (its first eight bytes
-/// are the stream's seed, so the tail is random too).
-fn input(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
 }
 
 /// Runs inputs of seeds 1.. until one fails, turns it into a finding in

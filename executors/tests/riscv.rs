@@ -7,6 +7,9 @@ use std::process::Command;
 
 use dst_executors::riscv::machine::{Exit, Machine, check};
 
+mod common;
+use common::input;
+
 /// Builds `source` as a static riscv64 program; `None` (saying so) without
 /// the cross compiler.
 fn build(name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
@@ -222,18 +225,6 @@ fn a_system_call_the_emulator_lacks_is_a_finding_naming_it() {
 
 /// Inputs of `len` pseudo-random bytes, one per seed (a fixed generator,
 /// so the search below is the same on every machine).
-fn input(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
-}
-
 fn build_example(name: &str) -> Option<PathBuf> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/riscv/{name}.c"));
     build(

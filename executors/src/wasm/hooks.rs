@@ -162,12 +162,11 @@ fn functions(store: &mut Store<Host>) -> Vec<Func> {
                 usize::MAX,
                 catalog::c::kind(kind as u16).unwrap_or(catalog::Kind::Always),
             ));
-            let evaluation = caller
-                .data()
-                .recorder
-                .as_ref()
-                .expect("a host in its store has its recorder")
-                .evaluate(index, kind, condition != 0, score);
+            let evaluation =
+                caller
+                    .data_mut()
+                    .recorder()
+                    .evaluate(index, kind, condition != 0, score);
             Ok(i32::from(evaluation.report()))
         },
     );
