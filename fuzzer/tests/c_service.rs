@@ -319,7 +319,16 @@ fn a_program_without_the_sdk_runs_one_process_per_input() {
 #[test]
 fn a_rust_binary_using_only_dst_is_explored_with_its_catalog() {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "dst", "--example", "persistent"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "dst",
+            "--features",
+            "forkserver",
+            "--example",
+            "persistent",
+        ])
         .current_dir(root())
         .status()
         .unwrap();

@@ -265,7 +265,7 @@ const fn builtin(message: &'static str, line: u32) -> Site {
 }
 
 /// The SDK's own properties, checked by the scheduler of controlled runs
-/// ([`crate::thread`]). In every binary they come right after [`CATALOG`]
+/// (`dst::thread`, the `threads` feature). In every binary they come right after [`CATALOG`]
 /// (first among the registered sites), so a C program's catalog is these
 /// followed by its `dst_catalog` section.
 pub static BUILTIN: [Site; 3] = [
@@ -283,8 +283,11 @@ pub fn is_builtin(message: &str) -> bool {
 }
 
 /// Indices into [`BUILTIN`].
+#[cfg(feature = "threads")]
 pub(crate) const DEADLOCK: usize = 0;
+#[cfg(feature = "threads")]
 pub(crate) const LIVELOCK: usize = 1;
+#[cfg(feature = "threads")]
 pub(crate) const OUTLIVES: usize = 2;
 
 /// Adds a site that is not in [`CATALOG`] (see `FOREIGN`); returns its index.

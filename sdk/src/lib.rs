@@ -1,7 +1,7 @@
 //! `dst`: the SDK that users put into their code for deterministic simulation
 //! testing.
 //!
-//! It has five parts:
+//! Without features it is what user code calls, in four parts:
 //! - **Assertions** (`assert_always!`, `assert_sometimes!`, ...): properties
 //!   checked in the code itself. Each macro site registers itself in a
 //!   link-time [`catalog`], so every property of a binary is known before any
@@ -13,31 +13,33 @@
 //!   which the SDK reads decisions and writes outcomes, shared by every
 //!   executor level; [`protocol`]'s `Recorder` writes a run into one, a
 //!   value held by the SDK for the region it attached ([`runtime`]) and by
-//!   each guest executor for its own.
-//! - **Controlled threads** ([`thread`], [`sync`]): std's thread and
-//!   synchronization API; under an explorer one thread runs at a time and
-//!   which one runs next at each lock, atomic access, spawn or join is a
-//!   decision (the scheduler is `sched`, shared with libdst's pthread
+//!   each guest executor for its own. Under the process executor the region
+//!   is a shared-memory segment ([`shm`]) and a crash handler records fatal
+//!   signals with their stack; in a WebAssembly module (`wasm32-wasip1`)
+//!   the SDK reaches dst's wasm executor through the hooks of [`wasm`]
+//!   instead. [`cmplog`] is the comparison log an explorer's input-to-state
+//!   stage reads (and the sanitizer's callbacks that fill it).
+//! - **Local mode**, below: the same binary run by itself.
+//!
+//! Each mode only some programs need is a feature, named for its module:
+//! - `threads`: **controlled threads** (`thread`, `sync`), std's thread
+//!   and synchronization API; under an explorer one thread runs at a time
+//!   and which one runs next at each lock, atomic access, spawn or join is
+//!   a decision (the scheduler is `sched`, shared with libdst's pthread
 //!   functions). Deadlocks, livelocks and threads that outlive the run are
-//!   the SDK's own properties ([`catalog::BUILTIN`]).
-//! - **Simulation** (`sim`, behind the `sim` feature): a cluster of nodes
-//!   in one thread, on an async runtime with virtual time, a network, disks
-//!   and a nemesis, every fault and task switch a decision.
-//!
-//! Under the process executor (another program exploring this one), the
-//! region is a shared-memory segment ([`shm`]), a [`forkserver`] forks a
-//! child per run (or loops in [`run`], persistent mode), and a crash handler
-//! records fatal signals with their stack.
-//!
-//! In a WebAssembly module (`wasm32-wasip1`) there is no shared memory or
-//! fork server: under dst's wasm executor the SDK reaches the explorer
-//! through the hooks of [`wasm`], and elsewhere it is in local mode.
-//!
-//! [`libfuzzer`] gives libFuzzer-style harnesses their bytes as decisions
-//! and reads libFuzzer's flags (libdst's `main`, `dst_fuzz::fuzz_target!`).
-//! [`cmplog`] defines the sanitizer's comparison callbacks (for C through
-//! libdst and for Rust targets built by `cargo dst-fuzz`) and logs what a
-//! run compared, for the explorer's input-to-state stage.
+//!   the SDK's own properties ([`catalog::BUILTIN`], in every catalog so
+//!   that site indices do not depend on features).
+//! - `sim`: **simulation** (`sim`), a cluster of nodes in one thread, on an
+//!   async runtime with virtual time, a network, disks and a nemesis, every
+//!   fault and task switch a decision.
+//! - `forkserver`: a Rust binary explored as a separate process forks a
+//!   child per run from a server started before `main`, or loops in
+//!   [`run`] (persistent mode); see [`forkserver`], which without the
+//!   feature keeps only the protocol's constants and the catalog answer
+//!   (such a program runs once per input).
+//! - `libfuzzer`: libFuzzer-style harnesses get their bytes as decisions
+//!   and read libFuzzer's flags (`libfuzzer`; libdst's `main`,
+//!   `dst_fuzz::fuzz_target!`).
 //!
 //! Ids and names that must be the same in every run and process (site ids,
 //! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a.
@@ -67,27 +69,26 @@ pub mod cmplog;
 #[cfg(unix)]
 mod crash;
 pub mod decision;
-#[cfg(unix)]
-pub mod forkserver;
-/// Without processes to fork (a wasm module): [`run`] runs its body once.
-#[cfg(not(unix))]
-#[path = "forkserver_none.rs"]
 pub mod forkserver;
 #[cfg(target_os = "linux")]
 pub mod futex;
 pub mod hash;
+#[cfg(feature = "libfuzzer")]
 pub mod libfuzzer;
 pub mod lifecycle;
 pub mod protocol;
 pub mod random;
 pub mod region;
 pub mod runtime;
+#[cfg(feature = "threads")]
 #[doc(hidden)]
 pub mod sched;
 pub mod shm;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "threads")]
 pub mod sync;
+#[cfg(feature = "threads")]
 pub mod thread;
 pub mod wasm;
 

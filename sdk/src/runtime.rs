@@ -92,6 +92,7 @@ struct Local {
     trace: bool,
     /// The input came from `DST_INPUT` or `DST_SEED`: a replay, so threads
     /// are under control (see [`control_key`]).
+    #[cfg(feature = "threads")]
     explicit: bool,
 }
 
@@ -150,18 +151,20 @@ fn install(region: &'static Region) {
 /// The run is the whole process (a region shared with an explorer in
 /// another process, or local mode), so any thread may start a controlled
 /// run; with an in-process controller only the thread running the target
-/// body ([`crate::thread::run_body`]) does.
+/// body (`dst::thread::run_body`) does.
 static WHOLE_PROCESS: AtomicBool = AtomicBool::new(false);
 
 pub(crate) fn set_whole_process() {
     WHOLE_PROCESS.store(true, Ordering::Relaxed);
 }
 
+#[cfg(feature = "threads")]
 /// Whether the SDK runs in local mode (no explorer).
 pub(crate) fn is_local() -> bool {
     local().is_some()
 }
 
+#[cfg(feature = "threads")]
 pub(crate) fn whole_process() -> bool {
     WHOLE_PROCESS.load(Ordering::Relaxed) || local().is_some()
 }
@@ -241,24 +244,24 @@ pub fn coverage_extent() -> u64 {
     COVERAGE_EXTENT.load(Ordering::Relaxed)
 }
 
+#[cfg(all(unix, feature = "forkserver"))]
 /// Attaches to the segment named in `DST_REGION` (starting local mode
 /// instead when there is none); returns whether a shared region is in use.
-#[cfg(unix)]
 pub(crate) fn attach_shared() -> bool {
     let _ = region();
     shared_region().is_some()
 }
 
+#[cfg(all(unix, feature = "forkserver"))]
 /// The header of the attached shared segment (a process executor's), if
 /// one is attached.
-#[cfg(unix)]
 pub(crate) fn shared_header() -> Option<&'static crate::region::Header> {
     shared_region().map(|region| region.view().header())
 }
 
+#[cfg(all(unix, feature = "forkserver"))]
 /// The attached shared segment's region (a process executor's), if one is
 /// attached.
-#[cfg(unix)]
 pub(crate) fn shared_region() -> Option<&'static Region> {
     if local().is_some() {
         return None;
@@ -268,15 +271,16 @@ pub(crate) fn shared_region() -> Option<&'static Region> {
     (!region.is_null()).then(|| unsafe { &*region })
 }
 
+#[cfg(all(unix, feature = "forkserver"))]
 /// In a fork server's learning run, whose region is a private copy: runs
 /// `input` instead of the one the region holds.
-#[cfg(unix)]
 pub(crate) fn replace_input(input: &[u8]) {
     let region = region();
     let flags = region.header().flags.load(Ordering::Relaxed);
     region.reset(input, flags);
 }
 
+#[cfg(feature = "threads")]
 /// Sets `STATUS_*` bits of the current run.
 pub(crate) fn set_status(bits: u64) {
     region().header().status.fetch_or(bits, Ordering::Relaxed);
@@ -351,6 +355,7 @@ fn init() {
             region,
             output,
             trace: env_flag("DST_TRACE"),
+            #[cfg(feature = "threads")]
             explicit: explicit_input(),
         };
         if local.output.is_some() {
@@ -397,10 +402,12 @@ fn attach_segment() -> bool {
 }
 
 /// Whether local mode's input is chosen by the user (`DST_INPUT`, `DST_SEED`).
+#[cfg(feature = "threads")]
 fn explicit_input() -> bool {
     std::env::var_os("DST_INPUT").is_some() || std::env::var_os("DST_SEED").is_some()
 }
 
+#[cfg(feature = "threads")]
 /// The run whose threads are under control, as (region base, run id): when
 /// a controller is attached, or local mode replays `DST_INPUT` or
 /// `DST_SEED`. A program run plainly (a fresh seed) keeps std's threads.
@@ -424,6 +431,7 @@ pub(crate) fn control_key() -> Option<(usize, u64)> {
     ))
 }
 
+#[cfg(feature = "threads")]
 /// Counts a contested scheduling point (`Header::contested`).
 pub(crate) fn count_contested() {
     if let Some(region) = current() {
@@ -431,6 +439,7 @@ pub(crate) fn count_contested() {
     }
 }
 
+#[cfg(feature = "threads")]
 /// Counts an observed pair of conflicting operations (interleaving
 /// coverage; see [`RegionRef::count_interleaving`]).
 pub(crate) fn count_interleaving(first: u64, second: u64) {
@@ -441,6 +450,7 @@ pub(crate) fn count_interleaving(first: u64, second: u64) {
     }
 }
 
+#[cfg(feature = "threads")]
 /// Whether scheduling steps are traced now: a run being explained
 /// (`FLAG_TRACE_SITES`) or local mode with `DST_TRACE`.
 pub(crate) fn tracing_steps() -> bool {
@@ -451,6 +461,7 @@ pub(crate) fn tracing_steps() -> bool {
         || local().is_some_and(|l| l.trace)
 }
 
+#[cfg(feature = "threads")]
 /// Records one scheduling step (callers check [`tracing_steps`] first).
 pub(crate) fn step_event(step: region::Step) {
     let region = current_or_init();
@@ -563,6 +574,7 @@ pub(crate) enum DecisionSite<'a> {
     Fault(&'static Site),
     Foreign(crate::random::ForeignSite),
     /// Described by whoever took it ([`decide_text`]).
+    #[cfg_attr(not(feature = "libfuzzer"), allow(dead_code))]
     Text(SiteText<'a>),
 }
 
@@ -607,6 +619,7 @@ impl DecisionSite<'_> {
     }
 }
 
+#[cfg(feature = "libfuzzer")]
 /// Takes one decision at a site described by its text (see [`SiteText`]),
 /// exactly as the SDK's own `random` functions and `fault!` do.
 pub(crate) fn decide_text(
