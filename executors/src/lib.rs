@@ -20,9 +20,10 @@
 //!   built on `/dev/kvm`, its region in guest memory.
 //!
 //! The two guest levels answer dst.h's calls alike ([`guest`]) and read
-//! their catalog from the ELF ([`elf`]).
+//! their catalog from the ELF ([`elf`]). Every guest level's clock is the
+//! world's (`dst::world::clock`), its readings decided through the guest's
+//! recorder.
 
-pub mod clock;
 pub mod edges;
 pub mod elf;
 pub mod fork;

@@ -18,16 +18,32 @@
 //! | `random::below(n)`, `choose` | bytes to hold `n-1` (none if `n <= 1`) | bytes mod `n` | 0 / first |
 //! | `random::bool` | 1 | lowest bit | false |
 //! | `fault!` | 1 | fires iff byte >= [`FAULT_THRESHOLD`] | does not fire |
-//! | schedule (threads under control) | as `below(runnable threads)` | index into the run order | the current thread keeps running |
+//! | schedule (which thread or task runs next, at every level) | as `below(runnable)` | index into the nominal order | the nominal one: the current thread keeps running, or the task woken first |
 //! | strategy (first contested scheduling point) | 1 | byte mod 4: 0 direct, 1 PCT, 2 POS, 3 site priorities | direct |
 //! | priority (PCT, POS: a thread's; site priorities: a site's) | 2 | the bytes | 0 |
 //! | steps (PCT and site priorities, after the strategy) | 1 | the contested steps the run expects, [`steps_of`] | 1 |
-//! | change (PCT and site priorities, one per change point, after steps) | 2 | the point's position as a fraction of the expected steps | at the first contested step |
+//! | change (where the next switch may happen: PCT's and site priorities' change points, after steps; a preemptive level's slice, after each schedule) | 2 | a change point's position as a fraction of the expected steps; a slice, [`slice_of`] | at the first contested step; no preemption |
 //! | `random::fill`, `Rng::fill_bytes` | the buffer's length | the bytes | zeros |
 //! | length of a harness's input (`libfuzzer::input`), then its bytes as a fill | 4 | bytes mod `max_len + 1` | 0 (empty) |
 //!
 //! A random tail fires each fault with probability 1/16 and makes every other
 //! choice uniform (up to modulo bias).
+//!
+//! **Scheduling is one encoding at every level.** Where more than one thread
+//! (or task) can run, which runs next is a *schedule* decision: an index
+//! into the level's nominal order, 0 being what would run were nothing
+//! decided. Controlled threads (`dst::sched`'s direct strategy, and libdst's
+//! pthreads), the emulator's guest threads and `dst::sim`'s tasks take it
+//! alike. Where the next switch may happen is a *change* decision: a level
+//! that can preempt (the emulator, after every instruction) follows each
+//! schedule decision with a slice, the count of its switch points the
+//! chosen thread runs before it is preempted ([`slice_of`]: 0 never, else
+//! a log scale from 1 to millions); PCT's change points are the same kind,
+//! placed among the run's contested steps. A level that adds a nominal time
+//! quantum or switch points at shared-memory accesses counts its slice in
+//! them, and the encoding stays. Strategies (PCT, POS, site priorities)
+//! derive schedule choices from priorities instead of reading them, after
+//! a first *strategy* byte.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -152,6 +168,18 @@ pub fn below_width(n: u64) -> usize {
     } else {
         (64 - (n - 1).leading_zeros() as usize).div_ceil(8)
     }
+}
+
+/// The slice of a change decision's value `v` (two bytes) at a level that
+/// preempts: `None` (0) never, else `(256 + low byte) << (high byte % 24)
+/// >> 8` switch points (instructions, at the emulator).
+pub fn slice_of(v: u64) -> Option<u64> {
+    debug_assert!(v <= 0xFFFF, "a slice is two bytes");
+    if v == 0 {
+        return None;
+    }
+    let (exponent, mantissa) = (v >> 8, v & 0xFF);
+    Some(((256 + mantissa) << (exponent % 24)) >> 8)
 }
 
 /// Big-endian value of up to 8 bytes.
@@ -330,4 +358,21 @@ pub fn materialize(input: &[u8], consumed: u64) -> Vec<u8> {
     let mut out = vec![0u8; SEED_BYTES + consumed as usize];
     Stream::new(tail_seed(input)).read(input, &mut out[SEED_BYTES..]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slice_of;
+
+    #[test]
+    fn a_slice_is_never_at_zero_and_grows_on_a_log_scale() {
+        assert_eq!(slice_of(0), None, "the nominal run is never preempted");
+        assert_eq!(slice_of(1), Some(1));
+        assert_eq!(slice_of(0x00FF), Some(1));
+        assert_eq!(slice_of(0x0100), Some(2));
+        assert_eq!(slice_of(0x0A00), Some(1 << 10));
+        assert_eq!(slice_of(0xFFFF), Some(511 << 15 >> 8));
+        let slices: Vec<u64> = (0..24u64).map(|e| slice_of(e << 8 | 1).unwrap()).collect();
+        assert!(slices.windows(2).all(|w| w[0] <= w[1]), "{slices:?}");
+    }
 }

@@ -29,9 +29,12 @@
 //!   functions). Deadlocks, livelocks and threads that outlive the run are
 //!   the SDK's own properties ([`catalog::BUILTIN`], in every catalog so
 //!   that site indices do not depend on features).
+//! - `world`: **the world** (`world`), one model for every level of
+//!   virtual time, the network, disks and the nemesis, taking its
+//!   decisions through whichever level runs it (the executors' guests,
+//!   `sim`).
 //! - `sim`: **simulation** (`sim`), a cluster of nodes in one thread, on an
-//!   async runtime with virtual time, a network, disks and a nemesis, every
-//!   fault and task switch a decision.
+//!   async runtime over the world, every fault and task switch a decision.
 //! - `forkserver`: a Rust binary explored as a separate process forks a
 //!   child per run from a server started before `main`, or loops in
 //!   [`run`] (persistent mode); see [`forkserver`], which without the
@@ -91,6 +94,8 @@ pub mod sync;
 #[cfg(feature = "threads")]
 pub mod thread;
 pub mod wasm;
+#[cfg(feature = "world")]
+pub mod world;
 
 pub use forkserver::run;
 pub use runtime::{attach, detach};

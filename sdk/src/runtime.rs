@@ -574,7 +574,7 @@ pub(crate) enum DecisionSite<'a> {
     Fault(&'static Site),
     Foreign(crate::random::ForeignSite),
     /// Described by whoever took it ([`decide_text`]).
-    #[cfg_attr(not(feature = "libfuzzer"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "libfuzzer", feature = "sim")), allow(dead_code))]
     Text(SiteText<'a>),
 }
 
@@ -619,7 +619,7 @@ impl DecisionSite<'_> {
     }
 }
 
-#[cfg(feature = "libfuzzer")]
+#[cfg(any(feature = "libfuzzer", feature = "sim"))]
 /// Takes one decision at a site described by its text (see [`SiteText`]),
 /// exactly as the SDK's own `random` functions and `fault!` do.
 pub(crate) fn decide_text(

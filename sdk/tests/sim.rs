@@ -346,3 +346,25 @@ fn clock_skew_shifts_a_nodes_now_but_not_its_timers() {
     let max = Config::default().max_clock_skew.as_nanos() as i128;
     assert!(skews.iter().all(|s| s.abs() <= max), "{skews:?}");
 }
+
+#[test]
+fn a_nodes_realtime_clock_starts_at_the_worlds_epoch() {
+    static READ: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+    nominally(|| {
+        let mut sim = Sim::new();
+        sim.client("x", async {
+            let since_unix =
+                |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap();
+            READ.lock().unwrap().push(since_unix(time::system_now()));
+            time::sleep(Duration::from_secs(2)).await;
+            READ.lock().unwrap().push(since_unix(time::system_now()));
+        });
+        if let Err(e) = sim.run() {
+            panic!("{e:?}");
+        }
+    });
+    let read = READ.lock().unwrap().clone();
+    // 2024-01-01T00:00:00Z, as WASI's and the emulator's realtime clocks.
+    let epoch = Duration::from_secs(1_704_067_200);
+    assert_eq!(read, [epoch, epoch + Duration::from_secs(2)]);
+}

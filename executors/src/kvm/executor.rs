@@ -538,7 +538,7 @@ impl Kvm {
         }
     }
 
-    /// Answers an RDTSC with virtual time (`crate::clock`) and returns to
+    /// Answers an RDTSC with virtual time (`dst::world::clock`) and returns to
     /// the program after it.
     fn answer_rdtsc(&mut self, rip: u64) -> Result<(), String> {
         let len = self.is_rdtsc(rip).expect("checked");
@@ -547,7 +547,8 @@ impl Kvm {
             .vm
             .exception_frame()
             .ok_or("cannot read the exception frame")?;
-        self.now += crate::clock::step(&mut self.recorder, "dst kvm: rdtsc", "dst kvm: rdtsc jump");
+        self.now +=
+            dst::world::clock::step(&mut self.recorder, "dst kvm: rdtsc", "dst kvm: rdtsc jump");
         let mut regs = self
             .vm
             .vcpu

@@ -28,7 +28,7 @@ use crate::guest::Recorder;
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
 const STACK_SIZE: u64 = 8 << 20;
 /// The realtime clock at the start of every run (one epoch for every level).
-pub(super) use crate::clock::EPOCH_NS;
+pub(super) use dst::world::clock::EPOCH_NS;
 /// Where anonymous mappings are placed, growing up.
 const MMAP_BASE: u64 = 0x2000_0000_0000;
 
@@ -354,10 +354,19 @@ impl Machine {
     /// system call was made (which may switch threads); `Some` when the
     /// run ends.
     fn run_slice(&mut self, stop: u64, edges: &mut [u8], icache: &mut Icache) -> Option<Exit> {
+        debug_assert!(self.current < self.threads.len());
+        debug_assert_eq!(
+            self.threads[self.current].state,
+            State::Runnable,
+            "only a runnable thread runs"
+        );
         while self.cpu.retired < stop {
             let from = self.cpu.pc;
+            let retired = self.cpu.retired;
             match self.cpu.step(&mut self.memory, icache) {
                 Ok(()) => {
+                    debug_assert_eq!(self.cpu.x[0], 0, "x0 reads zero");
+                    debug_assert!(self.cpu.retired > retired, "a step retires");
                     let to = self.cpu.pc;
                     let step = to.wrapping_sub(from);
                     if step != 2 && step != 4 {
@@ -689,9 +698,9 @@ impl Machine {
     }
 
     /// One clock reading: virtual time advances by the decided step
-    /// (`crate::clock`).
+    /// (`dst::world::clock`).
     fn tick(&mut self) -> u64 {
-        let step = crate::clock::step(
+        let step = dst::world::clock::step(
             &mut self.recorder,
             "dst emulator: clock",
             "dst emulator: clock jump",

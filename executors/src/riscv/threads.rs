@@ -14,9 +14,11 @@
 //! order, so the next byte 0 runs another thread. Each preemption counts
 //! the pair (preempted pc, resumed pc) as interleaving coverage.
 //!
-//! The SDK's strategies (`dst::sched`: direct, PCT, POS) drive baton-passing
-//! OS threads at SDK calls; here the scheduler is the CPU's own loop, so it
-//! takes the same kinds of decisions (`Schedule`, `Change`) directly.
+//! This is the one scheduling encoding of every level (`dst::decision`'s
+//! doc): the SDK's strategies (`dst::sched`: direct, PCT, POS) drive
+//! baton-passing OS threads at SDK calls and `dst::sim` polls tasks with
+//! the same schedule decisions; here the scheduler is the CPU's own loop,
+//! and the slice is counted in instructions.
 //! Every thread waiting in `futex` without a timeout is a deadlock, which
 //! the executor reports as the SDK's own deadlock property.
 
@@ -102,16 +104,6 @@ pub struct Switch {
 /// Threads a run may have (a `clone` past it fails with EAGAIN).
 pub const MAX_THREADS: usize = 256;
 
-/// The preemption slice of decision value `v` (two bytes): 0 is none,
-/// else `(256 + low byte) << (high byte % 24) >> 8` instructions.
-pub fn slice(v: u64) -> Option<u64> {
-    if v == 0 {
-        return None;
-    }
-    let (exponent, mantissa) = (v >> 8, v & 0xFF);
-    Some(((256 + mantissa) << (exponent % 24)) >> 8)
-}
-
 const CLONE_VM: u64 = 0x100;
 const CLONE_THREAD: u64 = 0x10000;
 const CLONE_SETTLS: u64 = 0x80000;
@@ -123,16 +115,6 @@ const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
 pub const NOT_A_THREAD: &str = "clone without CLONE_VM | CLONE_THREAD (a new process)";
 
 impl Machine {
-    /// Takes a scheduling decision at the site named `name`.
-    fn decide_schedule(&mut self, name: &str, bytes: &mut [u8], value: Value) -> u64 {
-        let kind = if bytes.len() == 1 {
-            Kind::Schedule
-        } else {
-            Kind::Change
-        };
-        self.decide(kind, name, bytes, value)
-    }
-
     /// The running thread's id.
     pub fn tid(&self) -> u64 {
         self.threads[self.current].tid
@@ -181,6 +163,13 @@ impl Machine {
                 0
             },
         });
+        debug_assert!(self.threads.len() <= MAX_THREADS);
+        debug_assert!(
+            self.threads[..self.threads.len() - 1]
+                .iter()
+                .all(|t| t.tid < tid),
+            "thread ids are unique and grow"
+        );
         Ok(tid as i64)
     }
 
@@ -338,18 +327,35 @@ impl Machine {
         if order.is_empty() && self.time_out_waits(true) {
             order.extend((0..n).filter(|&t| self.threads[t].state == State::Runnable));
         }
+        debug_assert!(
+            order
+                .iter()
+                .all(|&t| self.threads[t].state == State::Runnable),
+            "only runnable threads are offered"
+        );
+        debug_assert!(order.len() <= MAX_THREADS, "a choice fits one byte");
         let next = match order.len() {
             0 => return Err(self.deadlock()),
             1 => order[0],
             len => {
                 let name = format!("dst emulator: thread to run at {}", why.name());
-                order[self.decide_schedule(&name, &mut [0], Value::Mod(len as u64)) as usize]
+                let width = dst::decision::below_width(len as u64);
+                debug_assert_eq!(width, 1, "at most MAX_THREADS threads");
+                let mut bytes = [0; 8];
+                let value = Value::Mod(len as u64);
+                order[self.decide(Kind::Schedule, &name, &mut bytes[..width], value) as usize]
             }
         };
         self.slice_end = u64::MAX;
         if order.len() > 1 {
-            let v = self.decide_schedule("dst emulator: preemption slice", &mut [0; 2], Value::Be);
-            if let Some(slice) = slice(v) {
+            let v = self.decide(
+                Kind::Change,
+                "dst emulator: preemption slice",
+                &mut [0; 2],
+                Value::Be,
+            );
+            if let Some(slice) = dst::decision::slice_of(v) {
+                debug_assert!(slice >= 1, "a preemption lets the thread run");
                 self.slice_end = self.cpu.retired + slice;
             }
         }

@@ -541,6 +541,13 @@ pub fn prepare(wasm: &[u8]) -> Result<Rewritten, String> {
             plan.insert(at, missing);
         }
     }
+    // The virtual memory size is the last global, after `defined_globals`.
+    let globals = imported_globals + defined_globals + u32::from(virtual_memory.is_some());
+    debug_assert!(
+        mutable_globals.windows(2).all(|w| w[0] < w[1])
+            && mutable_globals.iter().all(|&g| g < globals),
+        "each mutable global exported once, and defined"
+    );
     let own_memory = imported_memories > 0 || !memories.is_empty();
     let edges_memory = imported_memories + memories.len() as u32;
     let mut encoded = ExportSection::new();

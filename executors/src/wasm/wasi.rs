@@ -68,8 +68,8 @@ const RANDOM_SITE: SiteText<'static> = SiteText {
 };
 const RANDOM_FILE: &str = "executors/src/wasm/wasi.rs";
 
-/// Virtual time at the start of every run (`crate::clock::EPOCH_NS`).
-use crate::clock::EPOCH_NS;
+/// Virtual time at the start of every run (`dst::world::clock::EPOCH_NS`).
+use dst::world::clock::EPOCH_NS;
 
 /// What WASI calls see and leave, per run.
 #[derive(Debug, Default)]
@@ -118,9 +118,10 @@ impl Host {
     }
 
     /// One clock reading: virtual time advances by the decided step
-    /// (`crate::clock`).
+    /// (`dst::world::clock`).
     fn tick(&mut self) -> u64 {
-        let step = crate::clock::step(self.recorder(), "dst wasi: clock", "dst wasi: clock jump");
+        let step =
+            dst::world::clock::step(self.recorder(), "dst wasi: clock", "dst wasi: clock jump");
         self.now = self.now.saturating_add(step);
         self.now
     }
@@ -232,7 +233,7 @@ pub fn define(linker: &mut Linker<Host>) -> Result<(), wasmi::errors::LinkerErro
                 if !(0..=3).contains(&id) {
                     return Some(EINVAL);
                 }
-                write_bytes(m, at, &crate::clock::STEP_NS.to_le_bytes()).map(|()| SUCCESS)
+                write_bytes(m, at, &dst::world::clock::STEP_NS.to_le_bytes()).map(|()| SUCCESS)
             })
         },
     )?;

@@ -8,8 +8,8 @@
 //! [`Sim::run`] polls tasks one at a time until every client future has
 //! finished:
 //! - **Tasks** ([`spawn`], [`select`], [`join`]): when several tasks are
-//!   ready, which one is polled next is a decision (nominally the one woken
-//!   first).
+//!   ready, which one is polled next is a schedule decision, encoded as
+//!   at every level (`crate::decision`; nominally the one woken first).
 //! - **Time** ([`time`]): virtual; it advances only when no task can run,
 //!   and jumps to the next timer or message. Each node reads it with its
 //!   own clock skew (`sim: clock skew`, drawn when the node starts).
@@ -24,6 +24,11 @@
 //! Every fault is a [`fault!`](crate::fault) with a `sim: ...` name, so a
 //! report lists the faults a finding needed, and the all-zero input is the
 //! nominal run: no fault, every message in order after the fixed latency.
+//!
+//! What the network, the disks, the clocks and the nemesis do is the
+//! level-agnostic model of [`crate::world`], which takes its decisions
+//! through the SDK here (`Sdk`); this module is how async tasks reach it
+//! (tasks, wakers, inboxes of typed messages, timers).
 //!
 //! ```
 //! use dst::sim::{self, Sim, net};
@@ -57,7 +62,6 @@ mod task;
 pub mod time;
 mod world;
 
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::panic::Location;
 use std::rc::Rc;
@@ -67,8 +71,9 @@ use std::time::Duration;
 pub use task::{Either, JoinError, JoinHandle, join, join_all, select, spawn, yield_now};
 pub use world::{NodeId, Stats, in_simulation};
 
-use crate::decision::Kind;
+use crate::decision::{Kind, Value};
 use crate::runtime::DecisionSite;
+use crate::world::{self as model, Decide, Fault};
 use time::nanos;
 use world::{BoxFuture, Event, Node, NodeState, World, with};
 
@@ -276,11 +281,59 @@ impl Drop for Teardown {
 }
 
 fn draw_skew(w: &World) -> i64 {
-    let max = nanos(w.config.max_clock_skew) / 1000;
-    if max == 0 || !crate::fault!("sim: clock skew") {
-        return 0;
-    }
-    (crate::random::below(2 * max + 1) as i64 - max as i64) * 1000
+    model::clock::skew(&mut Sdk, nanos(w.config.max_clock_skew))
+}
+
+/// The world's decisions through the SDK: each fault a [`fault!`](crate::fault)
+/// site of the catalog (so a report names it), each choice at the site the
+/// world names, as a guest's recorder takes it (so its site id is the same
+/// at every level).
+pub(crate) struct Sdk;
+
+/// Declares `Sdk::fault` from the fault sites, and the list a test checks
+/// against [`Fault::name`] (a `fault!` site needs its name as a literal).
+macro_rules! fault_sites {
+    ($($fault:ident => $name:literal,)*) => {
+        impl Sdk {
+            #[cfg(test)]
+            const SITES: &[(Fault, &str)] = &[$((Fault::$fault, $name)),*];
+        }
+
+        impl Decide for Sdk {
+            fn fault(&mut self, fault: Fault) -> bool {
+                match fault {
+                    $(Fault::$fault => crate::fault!($name),)*
+                }
+            }
+
+            fn below(&mut self, site: &'static str, n: u64) -> u64 {
+                let width = crate::decision::below_width(n);
+                if width == 0 {
+                    return 0;
+                }
+                let mut bytes = [0u8; 8];
+                let site = crate::protocol::SiteText::named(site);
+                crate::runtime::decide_text(Kind::Below, site, &mut bytes[..width], Value::Mod(n))
+            }
+
+            fn bool(&mut self, site: &'static str) -> bool {
+                let site = crate::protocol::SiteText::named(site);
+                crate::runtime::decide_text(Kind::Bool, site, &mut [0], Value::Bit) != 0
+            }
+        }
+    };
+}
+
+fault_sites! {
+    MessageDropped => "sim: message dropped",
+    MessageDuplicated => "sim: message duplicated",
+    MessageDelayed => "sim: message delayed",
+    TornWrite => "sim: torn write",
+    FsyncLost => "sim: fsync lost",
+    ClockSkew => "sim: clock skew",
+    NodeCrash => "sim: node crash",
+    NetworkPartition => "sim: network partition",
+    NodePause => "sim: node pause",
 }
 
 /// Starts (or restarts) a server from its factory, which runs as if on
@@ -301,10 +354,12 @@ fn start_server(node: NodeId) {
     });
 }
 
+/// Which of `n` ready tasks runs next: a schedule decision, the one
+/// encoding of every level (`crate::decision`), 0 the task woken first.
 #[track_caller]
 fn pick(n: usize) -> usize {
     crate::random::below_as(
-        Kind::Below,
+        Kind::Schedule,
         n as u64,
         DecisionSite::Caller(Location::caller()),
     ) as usize
@@ -450,9 +505,7 @@ fn handle(w: &mut World, event: Event) -> Option<Step> {
                 w.nodes[node.index()].state = NodeState::Up;
             }
         }
-        Event::Heal(id) => {
-            w.partitions.remove(&id);
-        }
+        Event::Heal(id) => w.links.heal(id),
         Event::Nemesis => {
             let dropped = nemesis(w);
             if !dropped.is_empty() {
@@ -486,84 +539,46 @@ fn crash(w: &mut World, node: NodeId) -> Vec<BoxFuture> {
     n.crashes += 1;
     n.inbox.clear();
     n.receivers.clear();
-    n.disk.crash();
+    n.disk.crash(&mut Sdk);
     w.stats.crashes += 1;
     futures
 }
 
 fn delay_ticks(w: &World) -> u64 {
-    let every = w.config.nemesis_every.map_or(0, nanos);
-    every * (1 + crate::random::below(8))
+    model::nemesis::heal_after(&mut Sdk, w.config.nemesis_every.map_or(0, nanos))
 }
 
-/// One round of the nemesis: each kind of fault may strike once.
+/// The servers that are up.
+fn up_servers(w: &World) -> Vec<model::Node> {
+    (0..w.nodes.len() as u32)
+        .filter(|&n| {
+            let node = &w.nodes[n as usize];
+            node.factory.is_some() && node.state == NodeState::Up
+        })
+        .collect()
+}
+
+/// One round of the nemesis ([`crate::world::nemesis`]): each kind of
+/// fault may strike once.
 fn nemesis(w: &mut World) -> Vec<BoxFuture> {
     let mut dropped = Vec::new();
-    let servers: Vec<NodeId> = (0..w.nodes.len() as u32)
-        .map(NodeId)
-        .filter(|n| w.nodes[n.index()].factory.is_some())
-        .collect();
-    let up: Vec<NodeId> = servers
-        .iter()
-        .copied()
-        .filter(|n| w.nodes[n.index()].state == NodeState::Up)
-        .collect();
-    if w.config.crashes && !up.is_empty() && crate::fault!("sim: node crash") {
-        let node = up[pick(up.len())];
+    let (crashes, partitions, pauses) = (w.config.crashes, w.config.partitions, w.config.pauses);
+    if let Some(node) = model::nemesis::crash(&mut Sdk, crashes, &up_servers(w)) {
+        let node = NodeId(node);
         dropped = crash(w, node);
         let at = w.now + delay_ticks(w);
         w.schedule(at, Event::Restart(node));
     }
-    let n = w.nodes.len();
-    if w.config.partitions && n > 1 && crate::fault!("sim: network partition") {
-        let all: Vec<NodeId> = (0..n as u32).map(NodeId).collect();
-        let mut links = BTreeSet::new();
-        match pick(3) {
-            0 => {
-                // Isolate one node.
-                let x = all[pick(n)];
-                for &y in &all {
-                    if y != x {
-                        links.insert((x, y));
-                        links.insert((y, x));
-                    }
-                }
-            }
-            1 => {
-                // Split in two sides.
-                let side: Vec<bool> = all.iter().map(|_| crate::random::bool()).collect();
-                for &x in &all {
-                    for &y in &all {
-                        if side[x.index()] != side[y.index()] {
-                            links.insert((x, y));
-                        }
-                    }
-                }
-            }
-            _ => {
-                // One direction of one link.
-                let x = all[pick(n)];
-                let y = all[pick(n)];
-                if x != y {
-                    links.insert((x, y));
-                }
-            }
-        }
+    if let Some(links) = model::nemesis::partition(&mut Sdk, partitions, w.nodes.len() as u32) {
         let partition = net::add_partition(w, links);
         let at = w.now + delay_ticks(w);
         w.schedule(at, Event::Heal(partition.0));
     }
-    let up: Vec<NodeId> = servers
-        .iter()
-        .copied()
-        .filter(|n| w.nodes[n.index()].state == NodeState::Up)
-        .collect();
-    if w.config.pauses && !up.is_empty() && crate::fault!("sim: node pause") {
-        let node = up[pick(up.len())];
-        w.nodes[node.index()].state = NodeState::Paused;
+    if let Some(node) = model::nemesis::pause(&mut Sdk, pauses, &up_servers(w)) {
+        w.nodes[node as usize].state = NodeState::Paused;
         w.stats.pauses += 1;
         let at = w.now + delay_ticks(w);
-        w.schedule(at, Event::Resume(node));
+        w.schedule(at, Event::Resume(NodeId(node)));
     }
     if w.mains_left > 0
         && let Some(every) = w.config.nemesis_every
@@ -614,4 +629,16 @@ pub fn crashes_of(node: impl net::ToNode) -> u32 {
         let node = net::resolve(w, &node);
         w.nodes[node.index()].crashes
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Fault, Sdk};
+
+    #[test]
+    fn each_fault_site_has_the_name_the_world_gives_it() {
+        let sites: Vec<(Fault, &str)> = Sdk::SITES.to_vec();
+        let expected: Vec<(Fault, &str)> = Fault::ALL.iter().map(|&f| (f, f.name())).collect();
+        assert_eq!(sites, expected);
+    }
 }

@@ -1,20 +1,21 @@
 //! The simulated network: typed messages between named nodes, with delay,
 //! reordering, loss, duplication and partitions as decisions.
 //!
-//! Every message takes the configured latency; the nominal run therefore
-//! delivers each link's messages in order. A message may be dropped
-//! (`sim: message dropped`), delayed by up to `Config::max_delay` more
-//! (`sim: message delayed`, which reorders it), or duplicated
-//! (`sim: message duplicated`). A partition blocks a directed link: a
-//! message whose link is blocked when it is sent or when it would arrive
-//! is lost, as are messages to a node that is down.
+//! What becomes of a message is the world's network model
+//! ([`crate::world::net`]): every message takes `Config::latency`, and may
+//! be dropped, duplicated or delayed by up to `Config::max_delay` more; a
+//! partition blocks directed links. Here is how tasks reach it: a message
+//! is any `Clone` value, delivered to the receiving node's inbox.
 
 use std::any::Any;
 use std::collections::BTreeSet;
+
+use crate::world;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::Sdk;
 use super::time::nanos;
 use super::world::{Envelope, Event, NodeId, World, with};
 
@@ -73,11 +74,11 @@ pub fn send<M: Clone + 'static>(to: impl ToNode, message: M) {
         let from = w.current_node();
         let to = resolve(w, &to);
         w.stats.sent += 1;
-        if w.blocked(from, to) || crate::fault!("sim: message dropped") {
+        if w.blocked(from, to) || world::net::dropped(&mut Sdk) {
             w.stats.dropped += 1;
             return;
         }
-        let copy = crate::fault!("sim: message duplicated").then(|| message.clone());
+        let copy = world::net::duplicated(&mut Sdk).then(|| message.clone());
         post(w, from, to, Box::new(message));
         if let Some(copy) = copy {
             w.stats.duplicated += 1;
@@ -87,11 +88,7 @@ pub fn send<M: Clone + 'static>(to: impl ToNode, message: M) {
 }
 
 fn post(w: &mut World, from: NodeId, to: NodeId, message: Box<dyn Any>) {
-    let mut delay = nanos(w.config.latency);
-    if crate::fault!("sim: message delayed") {
-        let extra = nanos(w.config.max_delay) / 1000;
-        delay += crate::random::below(extra.max(1)) * 1000;
-    }
+    let delay = world::net::delay(&mut Sdk, nanos(w.config.latency), nanos(w.config.max_delay));
     let at = w.now + delay;
     w.schedule(at, Event::Deliver(Envelope { from, to, message }));
 }
@@ -174,16 +171,9 @@ pub struct Partition(pub(crate) u64);
 /// Blocks every link between a node of `a` and a node of `b`, both ways.
 pub fn partition<A: ToNode, B: ToNode>(a: &[A], b: &[B]) -> Partition {
     with(|w| {
-        let a: Vec<NodeId> = a.iter().map(|n| resolve(w, n)).collect();
-        let b: Vec<NodeId> = b.iter().map(|n| resolve(w, n)).collect();
-        let mut links = BTreeSet::new();
-        for &x in &a {
-            for &y in &b {
-                links.insert((x, y));
-                links.insert((y, x));
-            }
-        }
-        add_partition(w, links)
+        let a: Vec<world::Node> = a.iter().map(|n| resolve(w, n).0).collect();
+        let b: Vec<world::Node> = b.iter().map(|n| resolve(w, n).0).collect();
+        add_partition(w, world::net::between(&a, &b))
     })
 }
 
@@ -194,26 +184,26 @@ pub fn partition_oneway<A: ToNode, B: ToNode>(from: &[A], to: &[B]) -> Partition
         let mut links = BTreeSet::new();
         for x in from {
             for y in to {
-                links.insert((resolve(w, x), resolve(w, y)));
+                links.insert((resolve(w, x).0, resolve(w, y).0));
             }
         }
         add_partition(w, links)
     })
 }
 
-pub(crate) fn add_partition(w: &mut World, links: BTreeSet<(NodeId, NodeId)>) -> Partition {
+pub(crate) fn add_partition(w: &mut World, links: BTreeSet<world::net::Link>) -> Partition {
     let id = w.next_seq();
-    w.partitions.insert(id, links);
+    w.links.cut(id, links);
     w.stats.partitions += 1;
     Partition(id)
 }
 
 /// Lifts a partition.
 pub fn heal(partition: Partition) {
-    with(|w| w.partitions.remove(&partition.0));
+    with(|w| w.links.heal(partition.0));
 }
 
 /// Lifts every partition.
 pub fn heal_all() {
-    with(|w| w.partitions.clear());
+    with(|w| w.links.heal_all());
 }

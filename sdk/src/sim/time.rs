@@ -1,5 +1,6 @@
 //! Virtual time: it advances only when every task waits, and then jumps to
-//! the next timer or message. Each node reads it with its own clock skew.
+//! the next timer or message. Each node reads it with its own clock skew;
+//! its realtime clock starts at the world's epoch ([`crate::world::clock`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -47,6 +48,15 @@ pub fn now() -> Instant {
         let skew = w.current.map_or(0, |node| w.nodes[node.index()].skew);
         Instant((w.now as i64).saturating_add(skew))
     })
+}
+
+/// The current node's realtime clock: the world's epoch
+/// ([`EPOCH_NS`](crate::world::clock::EPOCH_NS), 2024-01-01T00:00:00Z, where
+/// every level's realtime clock starts) plus virtual time and the node's
+/// skew.
+pub fn system_now() -> std::time::SystemTime {
+    let since_epoch = (crate::world::clock::EPOCH_NS as i64).saturating_add(now().as_nanos());
+    std::time::UNIX_EPOCH + Duration::from_nanos(since_epoch.max(0) as u64)
 }
 
 /// Global virtual time, without any node's skew (for histories and logs).

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Wake, Waker};
 
 use super::Config;
-use super::disk::Disk;
+use crate::world::disk::Disk;
+use crate::world::net::Links;
 
 pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = ()>>>;
 pub(crate) type Factory = Rc<dyn Fn() -> BoxFuture>;
@@ -148,8 +149,8 @@ pub(crate) struct World {
     pub nodes: Vec<Node>,
     /// The node of the task being polled.
     pub current: Option<NodeId>,
-    /// Blocked directed links, by partition id.
-    pub partitions: BTreeMap<u64, BTreeSet<(NodeId, NodeId)>>,
+    /// The partitions in force.
+    pub links: Links,
     /// Nodes to crash once the task being polled yields (a task may crash
     /// its own node).
     pub crash_requests: Vec<NodeId>,
@@ -220,7 +221,7 @@ impl World {
             events: BTreeMap::new(),
             nodes: Vec::new(),
             current: None,
-            partitions: BTreeMap::new(),
+            links: Links::default(),
             crash_requests: Vec::new(),
             mains_left: 0,
             background: 0,
@@ -329,8 +330,6 @@ impl World {
 
     /// Whether a message from `from` to `to` is blocked by a partition.
     pub fn blocked(&self, from: NodeId, to: NodeId) -> bool {
-        self.partitions
-            .values()
-            .any(|links| links.contains(&(from, to)))
+        self.links.blocked(from.0, to.0)
     }
 }
