@@ -1,5 +1,6 @@
-//! Campaign files on disk: `--jobs 2`, resuming after `kill -9`, and clear
-//! errors with distinct exit statuses for bad files.
+//! Campaign files on disk: `--jobs 2` (also where the campaign may run on
+//! one core only), resuming after `kill -9`, and clear errors with
+//! distinct exit statuses for bad files.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -55,6 +56,59 @@ fn campaign_executions(dir: &Path) -> u64 {
     let text = std::fs::read(dir.join("campaign.json")).unwrap();
     let value: serde_json::Value = serde_json::from_slice(&text).unwrap();
     value["executions"].as_u64().unwrap()
+}
+
+#[test]
+fn two_jobs_on_a_machine_that_allows_one_core_run_one_client_there() {
+    // As under `taskset -c N` or a container's cpuset: the campaign may run
+    // on the core this test runs on, and on no other. Before, the clients
+    // were given cores outside that set, which LibAFL's launcher skips: no
+    // client started and the broker waited for ever.
+    let dir = temp("one-core");
+    let mut command = Command::new(BANK);
+    command
+        .args([
+            "fuzz", "--jobs", "2", "--runs", "2000", "--seed", "5", "--json", "--quiet",
+        ])
+        .args(fuzz_args(&dir))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec the closure only calls sched_getcpu and
+    // sched_setaffinity, both async-signal-safe system calls, on a local set.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(|| {
+            let cpu = libc::sched_getcpu().max(0) as usize;
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    // A safety net only: the campaign runs 2,000 executions.
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no client started on the one core allowed: the campaign never ended");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--jobs 2 exceeds the 1 cores; running 1 clients"),
+        "{stderr}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr: {stderr}"));
+    assert!(
+        summary["executions"].as_u64().unwrap() >= 2_000,
+        "{summary}"
+    );
 }
 
 #[test]

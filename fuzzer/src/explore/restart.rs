@@ -77,8 +77,9 @@ pub(super) fn die_with_parent() {
 }
 
 /// The cores some other process (not a kernel thread) is bound to alone
-/// (AFL++'s rule for telling busy cores), and the number of cores online.
-fn taken_cores() -> (BTreeSet<usize>, usize) {
+/// (AFL++'s rule for telling busy cores), and the cores this process may
+/// run on (its affinity mask: `taskset`, a container's cpuset), in order.
+fn taken_cores() -> (BTreeSet<usize>, Vec<usize>) {
     let me = std::process::id().to_string();
     let mut taken = BTreeSet::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
@@ -105,20 +106,37 @@ fn taken_cores() -> (BTreeSet<usize>, usize) {
             }
         }
     }
-    // SAFETY: sysconf only reads.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    (taken, online)
+    (taken, allowed_cores())
 }
 
-/// `n` cores for a node's clients: those no other process is bound to
-/// first (so that two campaigns on one machine do not share one), then the
-/// others, in order.
+/// The cores this process may run on, as LibAFL's launcher sees them (it
+/// starts clients only on these): the affinity mask, else every core
+/// online.
+fn allowed_cores() -> Vec<usize> {
+    match libafl_bolts::core_affinity::get_core_ids() {
+        Ok(ids) if !ids.is_empty() => ids.into_iter().map(|id| id.0).collect(),
+        _ => {
+            // SAFETY: sysconf only reads.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+            (0..online).collect()
+        }
+    }
+}
+
+/// `n` cores for a node's clients, among those this process may run on:
+/// those no other process is bound to first (so that two campaigns on one
+/// machine do not share one), then the others, in order.
 pub(super) fn cores_for(n: usize) -> Vec<usize> {
-    let (taken, online) = taken_cores();
-    let mut cores: Vec<usize> = (0..online).filter(|c| !taken.contains(c)).collect();
-    cores.extend((0..online).filter(|c| taken.contains(c)));
+    let (taken, allowed) = taken_cores();
+    let mut cores: Vec<usize> = allowed
+        .iter()
+        .copied()
+        .filter(|c| !taken.contains(c))
+        .collect();
+    cores.extend(allowed.iter().copied().filter(|c| taken.contains(c)));
     cores.truncate(n);
-    debug_assert!(cores.len() == n.min(online));
+    debug_assert!(cores.len() == n.min(allowed.len()));
+    debug_assert!(cores.iter().all(|c| allowed.contains(c)));
     cores
 }
 
@@ -132,15 +150,17 @@ pub(super) fn bind_to_free_core() {
     if std::env::var_os("DST_NO_AFFINITY").is_some_and(|v| !v.is_empty() && v != "0") {
         return;
     }
-    let (taken, online) = taken_cores();
+    let (taken, allowed) = taken_cores();
     // SAFETY: sched_getcpu only reads.
     let current = unsafe { libc::sched_getcpu() };
-    let cpu = (0..online)
+    let cpu = allowed
+        .iter()
+        .copied()
         .find(|c| !taken.contains(c))
         .unwrap_or(current.max(0) as usize);
     debug_assert!(cpu < libc::CPU_SETSIZE as usize);
     // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
-    // cpu < online <= CPU_SETSIZE; sched_setaffinity reads it.
+    // cpu < CPU_SETSIZE (asserted); sched_setaffinity reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
