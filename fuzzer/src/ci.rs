@@ -645,9 +645,11 @@ pub fn junit(name: &str, properties: &Value, failing: &[FindingFile]) -> String 
             xml(message)
         ));
     }
+    // A failing property is its test case above; the other findings
+    // (crashes, timeouts) are cases of their own.
     for record in failing
         .iter()
-        .filter(|r| r.kind.as_deref() != Some("property"))
+        .filter(|r| !matches!(r.signature, Some(Signature::Property { .. })))
     {
         failures += 1;
         let text = record.message.as_deref().unwrap_or("a finding");
@@ -702,7 +704,16 @@ mod tests {
             }),
             ..FindingFile::default()
         };
-        let text = junit("t", &properties, &[crash]);
+        // The failing property's finding is its case above, not a second.
+        let property = FindingFile {
+            kind: Some("assertion_failure".into()),
+            message: Some("a < b".into()),
+            signature: Some(Signature::Property {
+                message: "a < b".into(),
+            }),
+            ..FindingFile::default()
+        };
+        let text = junit("t", &properties, &[crash, property]);
         assert!(
             text.contains("tests=\"4\" failures=\"2\" skipped=\"1\""),
             "{text}"
