@@ -114,20 +114,6 @@ fn child(view: RegionRef<'_>, target: &mut impl FnMut()) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// A signal's name, for crash signatures.
-pub(crate) fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGABRT => "SIGABRT".into(),
-        libc::SIGBUS => "SIGBUS".into(),
-        libc::SIGILL => "SIGILL".into(),
-        libc::SIGFPE => "SIGFPE".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGTRAP => "SIGTRAP".into(),
-        other => format!("signal {other}"),
-    }
-}
-
 impl<F: FnMut()> Executor for Forking<F> {
     fn execute(&mut self, input: &[u8]) -> End {
         let view = self.region.view();

@@ -18,8 +18,6 @@ use dst::region::Header;
 use dst_kernel::Outcome;
 use object::{Object, ObjectSegment};
 
-use crate::fork::signal_name;
-
 /// One executable file mapping of a process.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -238,6 +236,20 @@ pub fn stack_hash(frames: &[Frame]) -> u32 {
 /// How far below the stack pointer a fault still counts as the stack
 /// running out (a frame's probe, a push or a call at the guard page).
 const OVERFLOW_REACH: u64 = 64 << 10;
+
+/// A signal's name, for crash signatures.
+pub(crate) fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGBUS => "SIGBUS".into(),
+        libc::SIGILL => "SIGILL".into(),
+        libc::SIGFPE => "SIGFPE".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGTRAP => "SIGTRAP".into(),
+        other => format!("signal {other}"),
+    }
+}
 
 /// The crash that killed a run by `signal`, as the SDK's handler recorded
 /// it in the region: the signal, the fault address, the symbolized stack

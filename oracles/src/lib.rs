@@ -108,3 +108,15 @@ macro_rules! assert_linearizable {
         $crate::dst::assert_always!(verdict.is_ok(), $msg, &verdict.explanation());
     }};
 }
+
+static HASHER: ahash::RandomState = ahash::RandomState::with_seeds(
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+);
+
+/// A fast hash with fixed keys, so runs are reproducible.
+pub(crate) fn hash_of<T: std::hash::Hash + ?Sized>(value: &T) -> u64 {
+    HASHER.hash_one(value)
+}

@@ -118,7 +118,7 @@ impl<S: Eq + Hash> StateSet<S> {
         for s in candidates {
             if !states.contains(&s) {
                 // Order-independent: the sum of the members' hashes.
-                hash = hash.wrapping_add(crate::search::hash_of(&s));
+                hash = hash.wrapping_add(crate::hash_of(&s));
                 states.push(s);
             }
         }

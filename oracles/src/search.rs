@@ -35,18 +35,6 @@ use crate::model::Model;
 const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 
-static HASHER: ahash::RandomState = ahash::RandomState::with_seeds(
-    0x243f_6a88_85a3_08d3,
-    0x1319_8a2e_0370_7344,
-    0xa409_3822_299f_31d0,
-    0x082e_fa98_ec4e_6c89,
-);
-
-/// A fast hash with fixed keys, so runs are reproducible.
-pub(crate) fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
-    HASHER.hash_one(value)
-}
-
 fn splitmix64(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -332,7 +320,7 @@ impl<S: Eq + Hash> States<S> {
         let states = &self.states;
         match self
             .table
-            .find_or_add(hash_of(&state), |id| states[id as usize] == state)
+            .find_or_add(crate::hash_of(&state), |id| states[id as usize] == state)
         {
             Ok(id) => id,
             Err(id) => {

@@ -388,9 +388,9 @@ fn init() {
 
 /// Attaches the segment named in `DST_REGION`, if the variable is set, and
 /// installs the crash handler for it; returns whether it did. An unusable
-/// segment ends the process (`shm::open_from_env`).
+/// segment ends the process (`open_from_env`).
 fn attach_segment() -> bool {
-    let Some(region) = crate::shm::open_from_env() else {
+    let Some(region) = open_from_env() else {
         return false;
     };
     let region: &'static Region = Box::leak(Box::new(region));
@@ -830,6 +830,33 @@ fn fault_at(site: &'static Site, index: Option<usize>) -> bool {
 #[doc(hidden)]
 pub fn __cmp_details(left: f64, right: f64) -> Option<String> {
     Some(serde_json::json!({ "left": left, "right": right }).to_string())
+}
+
+#[cfg(unix)]
+fn fail(name: &str, why: impl std::fmt::Display) -> ! {
+    eprintln!("dst: {}={name}: {why}", crate::shm::REGION_ENV);
+    std::process::exit(crate::shm::EXIT_BAD_REGION);
+}
+
+/// The segment named in `DST_REGION`, mapped and validated; `None` when the
+/// variable is not set. Exits the process if the segment is unusable.
+#[cfg(unix)]
+fn open_from_env() -> Option<Region> {
+    let name = std::env::var(crate::shm::REGION_ENV).ok()?;
+    let Ok(cname) = std::ffi::CString::new(name.as_str()) else {
+        fail(&name, "the name contains a NUL byte");
+    };
+    match Region::open_segment(&cname) {
+        Ok(region) => Some(region),
+        Err(why) => fail(&name, why),
+    }
+}
+
+/// No shared memory where there are no processes to share it with (a wasm
+/// module reaches its explorer through [`crate::wasm`] instead).
+#[cfg(not(unix))]
+fn open_from_env() -> Option<Region> {
+    None
 }
 
 #[cfg(test)]

@@ -167,7 +167,7 @@ impl Emulator {
             } => {
                 let (place, stack) = self.crash_place(pc);
                 End::crash(
-                    crate::fork::signal_name(signal),
+                    crate::symbolize::signal_name(signal),
                     format!(
                         "signal {signal} in {place} (pc {pc:#x}, address {address:#x}); stack: {stack}"
                     ),

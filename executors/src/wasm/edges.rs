@@ -39,19 +39,19 @@ pub fn instrument(
     let mut next = 0u32;
     let mut blocks = Vec::new();
     let reader = CodeSectionReader::new(BinaryReader::new(data, offset))
-        .map_err(|e| super::rewrite::malformed("code", e.offset(), e.message()))?;
+        .map_err(|e| super::malformed("code", e.offset(), e.message()))?;
     let mut re = RoundtripReencoder;
     for (index, body) in reader.into_iter().enumerate() {
-        let body = body.map_err(|e| super::rewrite::malformed("code", e.offset(), e.message()))?;
+        let body = body.map_err(|e| super::malformed("code", e.offset(), e.message()))?;
         if let Some((_, function)) = replaced.iter().find(|(i, _)| *i as usize == index) {
             section.function(function);
             continue;
         }
-        let fail = |e: Error<Infallible>| super::rewrite::malformed("code", offset, e);
+        let fail = |e: Error<Infallible>| super::malformed("code", offset, e);
         let mut function = re.new_function_with_parsed_locals(&body).map_err(fail)?;
         let mut ops = body
             .get_operators_reader()
-            .map_err(|e| super::rewrite::malformed("code", e.offset(), e.message()))?;
+            .map_err(|e| super::malformed("code", e.offset(), e.message()))?;
         let mut site = Site {
             next: &mut next,
             blocks: &mut blocks,
@@ -64,7 +64,7 @@ pub fn instrument(
             let at = ops.original_position();
             let op = ops
                 .read()
-                .map_err(|e| super::rewrite::malformed("code", e.offset(), e.message()))?;
+                .map_err(|e| super::malformed("code", e.offset(), e.message()))?;
             let calls = matches!(
                 op,
                 Operator::Call { .. } | Operator::CallIndirect { .. } | Operator::CallRef { .. }

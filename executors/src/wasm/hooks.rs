@@ -5,57 +5,13 @@
 //! outside memory, an unknown kind) traps the run with a message naming
 //! the hook: the module and this dst disagree.
 
-use std::collections::HashMap;
-
-use dst::catalog::{self, SiteInfo};
+use dst::catalog;
 use dst::decision::{self, Value};
 use dst::protocol::SiteText;
 use dst::wasm::HOOKS;
 use wasmi::{Caller, Error, Func, Nullable, Ref, Store, Table};
 
 use super::wasi::{Host, memory, slice, slice_mut};
-
-/// The module's catalog by site id: (catalog index, kind, message) for
-/// each site with that id (more than one when a macro expands several
-/// sites at one location; the message tells them apart).
-#[derive(Debug, Default)]
-pub struct Sites {
-    by_id: HashMap<u32, Vec<(usize, catalog::Kind, String)>>,
-}
-
-impl Sites {
-    pub fn new(catalog: &[SiteInfo]) -> Sites {
-        let mut by_id: HashMap<u32, Vec<_>> = HashMap::new();
-        for site in catalog {
-            by_id.entry(site.id).or_default().push((
-                site.index as usize,
-                site.kind,
-                site.message.clone(),
-            ));
-        }
-        Sites { by_id }
-    }
-
-    /// The catalog index and kind of the site with `id`; `message` is read
-    /// only when several sites share the id.
-    fn find<'m>(
-        &self,
-        id: u32,
-        message: impl FnOnce() -> Option<&'m str>,
-    ) -> Option<(usize, catalog::Kind)> {
-        match self.by_id.get(&id)?.as_slice() {
-            [] => None,
-            [(index, kind, _)] => Some((*index, *kind)),
-            several => {
-                let message = message()?;
-                several
-                    .iter()
-                    .find(|(_, _, m)| *m == message)
-                    .map(|(index, kind, _)| (*index, *kind))
-            }
-        }
-    }
-}
 
 fn bad(hook: &str, why: &str) -> Error {
     Error::new(format!("dst hook {hook}: {why}"))

@@ -275,7 +275,7 @@ impl Wasm {
             args,
             env: options.env.clone(),
             capture_limit: CAPTURE_LIMIT,
-            sites: Arc::new(hooks::Sites::new(&rewritten.catalog)),
+            sites: Arc::new(Sites::new(&rewritten.catalog)),
             recorder: Some(crate::guest::Recorder::new(Arc::clone(&region))),
             ..Host::default()
         };
@@ -544,5 +544,52 @@ impl Executor for Wasm {
 
     fn set_timeout(&mut self, timeout: Duration) {
         self.backstop = timeout;
+    }
+}
+
+/// A malformed module: which section, at which byte offset, and why.
+pub fn malformed(section: &str, offset: u64, why: impl std::fmt::Display) -> String {
+    format!("malformed module: {why} (in the {section} section, at byte offset {offset})")
+}
+
+/// The module's catalog by site id: (catalog index, kind, message) for
+/// each site with that id (more than one when a macro expands several
+/// sites at one location; the message tells them apart).
+#[derive(Debug, Default)]
+pub struct Sites {
+    by_id: std::collections::HashMap<u32, Vec<(usize, dst::catalog::Kind, String)>>,
+}
+
+impl Sites {
+    pub fn new(catalog: &[SiteInfo]) -> Sites {
+        let mut by_id: std::collections::HashMap<u32, Vec<_>> = Default::default();
+        for site in catalog {
+            by_id.entry(site.id).or_default().push((
+                site.index as usize,
+                site.kind,
+                site.message.clone(),
+            ));
+        }
+        Sites { by_id }
+    }
+
+    /// The catalog index and kind of the site with `id`; `message` is read
+    /// only when several sites share the id.
+    pub(crate) fn find<'m>(
+        &self,
+        id: u32,
+        message: impl FnOnce() -> Option<&'m str>,
+    ) -> Option<(usize, dst::catalog::Kind)> {
+        match self.by_id.get(&id)?.as_slice() {
+            [] => None,
+            [(index, kind, _)] => Some((*index, *kind)),
+            several => {
+                let message = message()?;
+                several
+                    .iter()
+                    .find(|(_, _, m)| *m == message)
+                    .map(|(index, kind, _)| (*index, *kind))
+            }
+        }
     }
 }

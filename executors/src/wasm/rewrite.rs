@@ -26,6 +26,8 @@ use wasm_encoder::{
 };
 use wasmparser::{CompositeInnerType, ExternalKind, Parser, Payload, TypeRef, ValType};
 
+use super::malformed;
+
 /// The export name of the module's mutable global `index`.
 pub fn global_export(index: u32) -> String {
     format!("__dst_global_{index}")
@@ -197,11 +199,6 @@ fn hook_body(slot: usize, type_index: u32, params: usize, table: u32) -> Functio
     });
     body.instruction(&Instruction::End);
     body
-}
-
-/// A malformed module: which section, at which byte offset, and why.
-pub fn malformed(section: &str, offset: u64, why: impl std::fmt::Display) -> String {
-    format!("malformed module: {why} (in the {section} section, at byte offset {offset})")
 }
 
 /// The export name of the edge counters' memory.

@@ -87,7 +87,7 @@ pub struct Host {
     /// WASI calls made this run, when recording (name and result).
     pub calls: Option<Vec<(String, i32)>>,
     /// The module's catalog sites by id, for the SDK's hooks.
-    pub sites: std::sync::Arc<super::hooks::Sites>,
+    pub sites: std::sync::Arc<super::Sites>,
     /// Writes the runs into the executor's region (`None` only in a host
     /// taken out of its store).
     pub recorder: Option<crate::guest::Recorder>,

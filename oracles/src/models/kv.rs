@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::format::{Completion, Decode};
+use crate::hash_of;
 use crate::model::Model;
-use crate::search::hash_of;
 
 /// An immutable string built for the kv model's states: appending shares
 /// the prefix (a persistent list of chunks), and a polynomial hash is kept
