@@ -11,7 +11,8 @@
 //! output and the process-wide lock its threads share), and each guest
 //! executor (wasm, the emulator, KVM) holds one for its own region and
 //! answers its guest through it, so executors of any level can run at once
-//! in one process.
+//! in one process. Sites not in the catalog are described here too:
+//! [`SiteText`] (by text) and [`ForeignSite`] (a C or C++ call site).
 //!
 //! Life cycle: the region's owner resets it between runs
 //! ([`RegionRef::reset`], which moves its run id on); the first decision
@@ -29,6 +30,61 @@ use crate::region::{
     self, DecisionRecord, Event, FLAG_EVENTS, FLAG_TRACE_SITES, Region, RegionRef, SITE_FALSE,
     SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
 };
+
+/// A decision site in C or C++ code (libdst's `dst_random_*`, whose macros
+/// pass `__FILE__` and `__LINE__`), so that decisions there are told apart
+/// and named by their source line, as `#[track_caller]` does in Rust.
+#[derive(Clone, Copy, Debug)]
+pub struct ForeignSite {
+    file: *const std::ffi::c_char,
+    line: u32,
+    id: u32,
+}
+
+// SAFETY: `file` points at a static, immutable string (`new`'s contract).
+unsafe impl Send for ForeignSite {}
+// SAFETY: as above.
+unsafe impl Sync for ForeignSite {}
+
+impl ForeignSite {
+    /// A site at `file:line` with `id` (see [`ForeignSite::id_of`]).
+    ///
+    /// # Safety
+    /// `file` must be a NUL-terminated string that lives and stays unchanged
+    /// for the rest of the process (a `__FILE__` literal).
+    pub unsafe fn new(file: *const std::ffi::c_char, line: u32, id: u32) -> ForeignSite {
+        ForeignSite { file, line, id }
+    }
+
+    /// The id of the site at `file:line` (as the catalog hashes locations).
+    ///
+    /// # Safety
+    /// As for [`ForeignSite::new`].
+    pub unsafe fn id_of(file: *const std::ffi::c_char, line: u32) -> u32 {
+        // SAFETY: the caller's contract.
+        let file = unsafe { std::ffi::CStr::from_ptr(file) }.to_string_lossy();
+        crate::catalog::site_hash(&file, line, 0)
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub(crate) fn line(&self) -> u32 {
+        self.line
+    }
+
+    /// The file name (read only when a run is traced).
+    pub(crate) fn file(&self) -> &'static str {
+        if self.file.is_null() {
+            return "";
+        }
+        // SAFETY: `new`'s contract: a static NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(self.file) }
+            .to_str()
+            .unwrap_or("?")
+    }
+}
 
 /// A decision site described by its text: what a decision record's site id
 /// hashes, and what a run being explained shows for it.

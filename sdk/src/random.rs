@@ -11,60 +11,9 @@ use std::panic::Location;
 use crate::decision::{Kind, Value, below_width};
 use crate::runtime::{DecisionSite, decide};
 
-/// A decision site in C or C++ code (libdst's `dst_random_*`, whose macros
-/// pass `__FILE__` and `__LINE__`), so that decisions there are told apart
-/// and named by their source line, as `#[track_caller]` does in Rust.
-#[derive(Clone, Copy, Debug)]
-pub struct ForeignSite {
-    file: *const std::ffi::c_char,
-    line: u32,
-    id: u32,
-}
-
-// SAFETY: `file` points at a static, immutable string (`new`'s contract).
-unsafe impl Send for ForeignSite {}
-// SAFETY: as above.
-unsafe impl Sync for ForeignSite {}
-
-impl ForeignSite {
-    /// A site at `file:line` with `id` (see [`ForeignSite::id_of`]).
-    ///
-    /// # Safety
-    /// `file` must be a NUL-terminated string that lives and stays unchanged
-    /// for the rest of the process (a `__FILE__` literal).
-    pub unsafe fn new(file: *const std::ffi::c_char, line: u32, id: u32) -> ForeignSite {
-        ForeignSite { file, line, id }
-    }
-
-    /// The id of the site at `file:line` (as the catalog hashes locations).
-    ///
-    /// # Safety
-    /// As for [`ForeignSite::new`].
-    pub unsafe fn id_of(file: *const std::ffi::c_char, line: u32) -> u32 {
-        // SAFETY: the caller's contract.
-        let file = unsafe { std::ffi::CStr::from_ptr(file) }.to_string_lossy();
-        crate::catalog::site_hash(&file, line, 0)
-    }
-
-    pub(crate) fn id(&self) -> u32 {
-        self.id
-    }
-
-    pub(crate) fn line(&self) -> u32 {
-        self.line
-    }
-
-    /// The file name (read only when a run is traced).
-    pub(crate) fn file(&self) -> &'static str {
-        if self.file.is_null() {
-            return "";
-        }
-        // SAFETY: `new`'s contract: a static NUL-terminated string.
-        unsafe { std::ffi::CStr::from_ptr(self.file) }
-            .to_str()
-            .unwrap_or("?")
-    }
-}
+/// A decision site in C or C++ code (a site description, kept with the
+/// others in [`crate::protocol`]).
+pub use crate::protocol::ForeignSite;
 
 /// [`u64()`] at a C or C++ call site.
 pub fn u64_at(site: ForeignSite) -> u64 {

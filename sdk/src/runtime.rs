@@ -572,7 +572,7 @@ fn assertion_json(
 pub(crate) enum DecisionSite<'a> {
     Caller(&'static std::panic::Location<'static>),
     Fault(&'static Site),
-    Foreign(crate::random::ForeignSite),
+    Foreign(crate::protocol::ForeignSite),
     /// Described by whoever took it ([`decide_text`]).
     #[cfg_attr(not(any(feature = "libfuzzer", feature = "sim")), allow(dead_code))]
     Text(SiteText<'a>),

@@ -93,7 +93,7 @@ mod guest {
 
     use crate::catalog::{self, Site};
     use crate::decision::{Kind, Value};
-    use crate::runtime::SiteText;
+    use crate::protocol::SiteText;
 
     // The hooks' bodies as the module has them. Each reads a volatile zero
     // and touches its arguments (and, for a buffer, may write it) behind
