@@ -44,7 +44,7 @@ pub(crate) fn below_as(kind: Kind, n: u64, site: DecisionSite) -> u64 {
     decide(kind, site, &mut bytes[..width], Value::Mod(n))
 }
 
-fn bool_in(site: DecisionSite) -> bool {
+pub(crate) fn bool_in(site: DecisionSite) -> bool {
     let mut byte = [0u8; 1];
     decide(Kind::Bool, site, &mut byte, Value::Bit) != 0
 }

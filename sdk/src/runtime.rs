@@ -619,7 +619,7 @@ impl DecisionSite<'_> {
     }
 }
 
-#[cfg(any(feature = "libfuzzer", feature = "sim"))]
+#[cfg(feature = "libfuzzer")]
 /// Takes one decision at a site described by its text (see [`SiteText`]),
 /// exactly as the SDK's own `random` functions and `fault!` do.
 pub(crate) fn decide_text(

@@ -71,7 +71,7 @@ use std::time::Duration;
 pub use task::{Either, JoinError, JoinHandle, join, join_all, select, spawn, yield_now};
 pub use world::{NodeId, Stats, in_simulation};
 
-use crate::decision::{Kind, Value};
+use crate::decision::Kind;
 use crate::runtime::DecisionSite;
 use crate::world::{self as model, Decide, Fault};
 use time::nanos;
@@ -307,18 +307,13 @@ macro_rules! fault_sites {
             }
 
             fn below(&mut self, site: &'static str, n: u64) -> u64 {
-                let width = crate::decision::below_width(n);
-                if width == 0 {
-                    return 0;
-                }
-                let mut bytes = [0u8; 8];
-                let site = crate::protocol::SiteText::named(site);
-                crate::runtime::decide_text(Kind::Below, site, &mut bytes[..width], Value::Mod(n))
+                let site = DecisionSite::Text(crate::protocol::SiteText::named(site));
+                crate::random::below_as(Kind::Below, n, site)
             }
 
             fn bool(&mut self, site: &'static str) -> bool {
-                let site = crate::protocol::SiteText::named(site);
-                crate::runtime::decide_text(Kind::Bool, site, &mut [0], Value::Bit) != 0
+                let site = DecisionSite::Text(crate::protocol::SiteText::named(site));
+                crate::random::bool_in(site)
             }
         }
     };
