@@ -13,7 +13,7 @@
 //! every target's results; JUnit: a test suite per target).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -243,11 +243,6 @@ pub fn merge_junit(documents: &[String]) -> String {
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n{}\n</testsuites>\n",
         suites.join("\n")
     )
-}
-
-/// The programs of `--cmd --` for a batch: each word is one program.
-pub fn programs(command: &[OsString]) -> Vec<PathBuf> {
-    command.iter().map(PathBuf::from).collect()
 }
 
 #[cfg(test)]

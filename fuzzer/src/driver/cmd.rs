@@ -8,8 +8,13 @@ use std::time::Duration;
 
 use clap::Args;
 
+use dst::catalog::SiteInfo;
+use dst_executors::Executor;
+
 use super::Failure;
+use super::batch;
 use super::build::FuzzCrate;
+use super::level::{Level, Make, file_stem, shell_words};
 use crate::args::CampaignArgs;
 use crate::exit;
 use crate::explore::Options;
@@ -31,12 +36,9 @@ pub struct CmdArgs {
 }
 
 impl CmdArgs {
-    /// The program and its executor, when --cmd is given.
-    pub fn process(&self, timeout: Duration) -> Result<Option<dst_executors::Process>, Failure> {
-        if !self.cmd {
-            return Ok(None);
-        }
-        self.process_with(timeout, self.catalog()?).map(Some)
+    /// The program as a level, when --cmd is given.
+    pub fn level(&self) -> Option<CmdArgs> {
+        self.cmd.then(|| self.clone())
     }
 
     /// The executor for the program, given its catalog (read once).
@@ -62,39 +64,6 @@ impl CmdArgs {
         };
         Ok((which(Path::new(program))?, args))
     }
-
-    /// The program's catalog: its dst_catalog section, or asked of a Rust
-    /// binary.
-    pub fn catalog(&self) -> Result<Vec<dst::catalog::SiteInfo>, Failure> {
-        dst_executors::elf::program_catalog(&self.program()?.0).map_err(|e| (exit::BAD_INPUT, e))
-    }
-
-    /// The default name of the program's files: its file name.
-    pub fn name(&self) -> String {
-        self.command
-            .first()
-            .and_then(|p| Path::new(p).file_stem())
-            .map_or_else(|| "cmd".into(), |s| s.to_string_lossy().into_owned())
-    }
-
-    /// The command line, quoted for a shell.
-    pub fn shell_words(&self) -> String {
-        self.command
-            .iter()
-            .map(|w| {
-                let w = w.to_string_lossy();
-                if !w.is_empty()
-                    && w.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "/._-=:,".contains(c))
-                {
-                    w.into_owned()
-                } else {
-                    format!("'{}'", w.replace('\'', "'\\''"))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 }
 
 /// `program` as given when it names a file, else found on PATH.
@@ -115,50 +84,74 @@ pub fn which(program: &Path) -> Result<PathBuf, Failure> {
         })
 }
 
-/// The options of `run --cmd`: the campaign `args` on the program, its
-/// files in the fuzz crate's folders under `name`, and findings that say
-/// how to replay them with the same command line.
-pub fn options(fuzz: &FuzzCrate, name: &str, cmd: &CmdArgs, args: &CampaignArgs) -> Options {
-    let words = cmd.shell_words();
-    let defer = if cmd.defer { " --defer" } else { "" };
-    let mut options = args.options(
-        name,
-        fuzz.corpus(name),
-        fuzz.findings(name),
-        fuzz.campaign(name),
-    );
-    if let Some(program) = cmd.command.first() {
-        options.tokens = super::tokens::from_program(Path::new(program));
+impl Level for CmdArgs {
+    fn flag(&self) -> &'static str {
+        "--cmd"
     }
-    options.reproduce = Some(serde_json::json!({
-        "explain": format!("cargo dst-fuzz replay {{input}} --cmd{defer} -- {words}"),
-        "debugger": format!("DST_INPUT={{input}} gdb --args {words}"),
-    }));
-    options
-}
 
-/// `run --cmd`: the explorer loop in this process, over the program's fork
-/// server.
-pub fn run(
-    fuzz: &FuzzCrate,
-    name: &str,
-    cmd: &CmdArgs,
-    args: &CampaignArgs,
-) -> Result<i32, Failure> {
-    let catalog = cmd.catalog()?;
-    let options = options(fuzz, name, cmd, args);
-    // Each client makes its own executor (its own segment and fork server).
-    let client_catalog = catalog.clone();
-    let timeout = options.timeout;
-    let make = move || match cmd.process_with(timeout, client_catalog) {
-        Ok(exec) => Ok(exec),
-        Err((code, message)) => Err(StoreError::Target { code, message }),
-    };
-    let output = crate::cli::Output {
-        json: args.json,
-        quiet: args.quiet,
-    };
-    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(super::store_failure)
+    /// The program's file name.
+    fn name(&self) -> String {
+        self.command
+            .first()
+            .map_or_else(|| "cmd".into(), |p| file_stem(Path::new(p), "cmd"))
+    }
+
+    fn target(&self) -> String {
+        let defer = if self.defer { " --defer" } else { "" };
+        format!("--cmd{defer} -- {}", shell_words(&self.command))
+    }
+
+    fn executor(&self, timeout: Duration) -> Result<Box<dyn Executor>, Failure> {
+        Ok(Box::new(self.process_with(timeout, self.catalog()?)?))
+    }
+
+    /// Its dst_catalog section, or asked of a Rust binary: the program
+    /// does not run.
+    fn catalog(&self) -> Result<Vec<SiteInfo>, Failure> {
+        dst_executors::elf::program_catalog(&self.program()?.0).map_err(|e| (exit::BAD_INPUT, e))
+    }
+
+    /// Each client makes its own executor: its own segment and fork server.
+    fn clients(&self, opened: Box<dyn Executor>, timeout: Duration) -> Make {
+        let catalog = opened.catalog().to_vec();
+        drop(opened);
+        let cmd = self.clone();
+        Box::new(move || {
+            cmd.process_with(timeout, catalog)
+                .map(|e| Box::new(e) as Box<dyn Executor>)
+                .map_err(|(code, message)| StoreError::Target { code, message })
+        })
+    }
+
+    /// Also the program's tokens, and a debugger command line for each
+    /// finding.
+    fn options(&self, fuzz: &FuzzCrate, name: &str, args: &CampaignArgs) -> Options {
+        let words = shell_words(&self.command);
+        let mut options = args.options(
+            name,
+            fuzz.corpus(name),
+            fuzz.findings(name),
+            fuzz.campaign(name),
+        );
+        if let Some(program) = self.command.first() {
+            options.tokens = super::tokens::from_program(Path::new(program));
+        }
+        options.reproduce = Some(serde_json::json!({
+            "explain": format!("cargo dst-fuzz replay {{input}} {}", self.target()),
+            "debugger": format!("DST_INPUT={{input}} gdb --args {words}"),
+        }));
+        options
+    }
+
+    /// Each program after `--`, without arguments.
+    fn batch(&self) -> Option<Vec<batch::Target>> {
+        Some(
+            self.command
+                .iter()
+                .map(|p| batch::Target::program(Path::new(p), self.defer))
+                .collect(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -176,7 +169,7 @@ mod tests {
     #[test]
     fn command_lines_are_quoted_for_a_shell() {
         let c = cmd(&["./kv", "--port=7", "a b", "it's"], false);
-        assert_eq!(c.shell_words(), "./kv --port=7 'a b' 'it'\\''s'");
+        assert_eq!(shell_words(&c.command), "./kv --port=7 'a b' 'it'\\''s'");
         assert_eq!(c.name(), "kv");
         assert_eq!(cmd(&[], false).name(), "cmd");
     }
@@ -193,7 +186,7 @@ mod tests {
         let fuzz = FuzzCrate {
             dir: PathBuf::from("fz"),
         };
-        let options = options(&fuzz, "kv", &cmd(&["./kv", "-q"], true), &flags.args);
+        let options = cmd(&["./kv", "-q"], true).options(&fuzz, "kv", &flags.args);
         assert_eq!(options.runs, Some(5));
         assert_eq!(options.shrink_budget, 7, "the flag, not a fixed budget");
         assert_eq!(options.corpus_dir, PathBuf::from("fz/corpus/kv"));

@@ -35,6 +35,7 @@ use sha1::{Digest, Sha1};
 
 use super::Failure;
 use super::cmd::CmdArgs;
+use super::level::Level as _;
 use crate::exit;
 use crate::explore::Options;
 
@@ -206,13 +207,9 @@ fn campaign(
         defer: true,
         command: vec![harness.as_os_str().to_owned()],
     };
-    let catalog = cmd.catalog()?;
-    let client_catalog = catalog.clone();
-    let timeout = options.timeout;
-    let make = move || {
-        cmd.process_with(timeout, client_catalog)
-            .map_err(|(code, message)| crate::store::StoreError::Target { code, message })
-    };
+    let exec = cmd.executor(options.timeout)?;
+    let catalog = exec.catalog().to_vec();
+    let make = cmd.clients(exec, options.timeout);
     let output = crate::cli::Output {
         json: false,
         quiet: false,

@@ -15,6 +15,7 @@ pub mod cc;
 pub mod cmd;
 pub mod init;
 pub mod kvm;
+pub mod level;
 pub mod libfuzzer;
 pub mod riscv;
 pub mod tokens;
@@ -30,8 +31,8 @@ use crate::args::{CampaignArgs, MinimizeArgs, ReplayArgs};
 use crate::exit;
 use build::FuzzCrate;
 use cmd::CmdArgs;
-use dst_executors::Executor as _;
 use kvm::KvmArgs;
+use level::Level;
 use riscv::RiscvArgs;
 use wasm::WasmArgs;
 
@@ -92,68 +93,35 @@ pub struct Levels {
 }
 
 impl Levels {
-    /// Whether the target is given by a level flag (not a fuzz-crate name).
-    fn alone(&self) -> bool {
-        self.cmd.cmd
-            || self.wasm.wasm.is_some()
-            || self.riscv.riscv.is_some()
-            || self.kvm.kvm.is_some()
-    }
-
-    /// The default name of that target's files.
-    fn name(&self) -> Option<String> {
-        if self.kvm.kvm.is_some() {
-            Some(self.kvm.name())
-        } else if self.riscv.riscv.is_some() {
-            Some(self.riscv.name())
-        } else if self.wasm.wasm.is_some() {
-            Some(self.wasm.name())
-        } else {
-            self.cmd.cmd.then(|| self.cmd.name())
+    /// The level its flags select, the one path every command takes;
+    /// `None` for a target of the fuzz crate (given by name). Two level
+    /// flags at once are refused (clap refuses them first; this is the
+    /// rule's one statement).
+    pub fn selected(&self) -> Result<Option<Box<dyn Level>>, Failure> {
+        let given: Vec<Box<dyn Level>> = [
+            self.cmd.level().map(|l| Box::new(l) as Box<dyn Level>),
+            self.wasm
+                .level(&self.cmd.command)
+                .map(|l| Box::new(l) as Box<dyn Level>),
+            self.riscv
+                .level(&self.cmd.command)
+                .map(|l| Box::new(l) as Box<dyn Level>),
+            self.kvm.level().map(|l| Box::new(l) as Box<dyn Level>),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match <[_; 0]>::try_from(given).map_err(|mut v: Vec<_>| (v.len(), v.pop(), v)) {
+            Ok([]) => Ok(None),
+            Err((1, one, _)) => Ok(one),
+            Err((_, last, rest)) => {
+                let flags: Vec<&str> = rest.iter().chain(&last).map(|l| l.flag()).collect();
+                Err((
+                    exit::USAGE,
+                    format!("one level at a time: {} were given", flags.join(" and ")),
+                ))
+            }
         }
-    }
-
-    /// The flags that name the target again, for a finding's replay
-    /// command.
-    fn target(&self) -> Option<String> {
-        if let Some(guest) = &self.kvm.kvm {
-            Some(format!("--kvm {}", guest.display()))
-        } else if let Some(program) = &self.riscv.riscv {
-            Some(format!("--riscv {}", program.display()))
-        } else if let Some(module) = &self.wasm.wasm {
-            Some(format!("--wasm {}", module.display()))
-        } else if self.cmd.cmd {
-            let line: Vec<String> = self
-                .cmd
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            Some(format!("--cmd -- {}", line.join(" ")))
-        } else {
-            None
-        }
-    }
-
-    /// The executor this driver runs itself for that target (`None`: a
-    /// target binary of the fuzz crate, which runs its own).
-    fn direct(
-        &self,
-        timeout: std::time::Duration,
-    ) -> Result<Option<Box<dyn dst_executors::Executor>>, Failure> {
-        if let Some(exec) = self.kvm.executor(timeout)? {
-            return Ok(Some(Box::new(exec)));
-        }
-        if let Some(exec) = self.wasm.executor(&self.cmd.command)? {
-            return Ok(Some(Box::new(exec)));
-        }
-        if let Some(exec) = self.riscv.executor(&self.cmd.command)? {
-            return Ok(Some(Box::new(exec)));
-        }
-        Ok(self
-            .cmd
-            .process(timeout)?
-            .map(|e| Box::new(e) as Box<dyn dst_executors::Executor>))
     }
 }
 
@@ -308,13 +276,16 @@ pub enum Cmd {
         #[arg(long, required = true, value_name = "DIR")]
         from: Vec<PathBuf>,
     },
-    /// Print every assertion and fault site of a target, or of any binary
-    /// linking libdst (when NAME is a path to a file: read from its
-    /// dst_catalog section, without running it).
+    /// Print every assertion and fault site of a target: `catalog NAME`, a
+    /// level's target (`catalog --riscv prog`), or any binary linking
+    /// libdst or wasm module (when NAME is a path to a file: a binary's
+    /// read from its dst_catalog section, without running it).
     Catalog {
-        name: String,
+        name: Option<String>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        level: Levels,
     },
 }
 
@@ -361,24 +332,9 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
         Cmd::Run { name, args, level } => {
-            let Levels {
-                cmd,
-                wasm,
-                riscv,
-                kvm,
-            } = &level;
-            let name = name.or_else(|| level.name());
-            if wasm.wasm.is_some() {
-                return wasm::run(&fuzz, &name.expect("named"), wasm, &cmd.command, &args);
-            }
-            if kvm.kvm.is_some() {
-                return kvm::run(&fuzz, &name.expect("named"), kvm, &args);
-            }
-            if riscv.riscv.is_some() {
-                return riscv::run(&fuzz, &name.expect("named"), riscv, &cmd.command, &args);
-            }
-            if cmd.cmd {
-                return cmd::run(&fuzz, &name.expect("named"), cmd, &args);
+            if let Some(level) = level.selected()? {
+                let name = name.unwrap_or_else(|| level.name());
+                return campaign(&fuzz, &name, &*level, &args);
             }
             let name = name.ok_or((exit::USAGE, "which target? `run NAME`".to_string()))?;
             let binary = fuzz.build(&name)?;
@@ -396,65 +352,40 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             if args.runs.is_none() && args.time.is_none() {
                 args.time = Some(crate::ci::DEFAULT_TIME);
             }
+            let level = level.selected()?;
             if ci.mode == crate::ci::Mode::Batch {
-                let targets: Vec<batch::Target> = if level.cmd.cmd {
-                    let programs = batch::programs(&level.cmd.command);
-                    programs
-                        .iter()
-                        .map(|p| batch::Target::program(p, level.cmd.defer))
-                        .collect()
-                } else if level.alone() || name.is_some() {
-                    return Err((
-                        exit::USAGE,
-                        "ci --mode batch runs every target of the fuzz crate (no NAME), or each program after --cmd --".into(),
-                    ));
-                } else {
-                    fuzz.targets()?
+                let targets: Vec<batch::Target> = match &level {
+                    Some(level) => level.batch().ok_or_else(|| {
+                        (
+                            exit::USAGE,
+                            format!(
+                                "ci --mode batch runs every target of the fuzz crate, or each program after --cmd --, not one {} target",
+                                level.flag()
+                            ),
+                        )
+                    })?,
+                    None if name.is_some() => {
+                        return Err((
+                            exit::USAGE,
+                            "ci --mode batch runs every target of the fuzz crate (no NAME), or each program after --cmd --".into(),
+                        ));
+                    }
+                    None => fuzz
+                        .targets()?
                         .iter()
                         .map(|n| batch::Target::of_crate(n))
-                        .collect()
+                        .collect(),
                 };
                 return batch::run(&fuzz.dir, &targets, &args, &ci);
             }
-            let timeout = std::time::Duration::from_millis(args.timeout_ms);
-            if let Some(exec) = level.direct(timeout)? {
-                let name = name
-                    .or_else(|| level.name())
-                    .expect("a direct target is named");
-                let target = level.target().expect("a direct target");
-                let mut options = args.options(
-                    &name,
-                    fuzz.corpus(&name),
-                    fuzz.findings(&name),
-                    fuzz.campaign(&name),
-                );
-                options.reproduce = Some(serde_json::json!({
-                    "explain": format!("cargo dst-fuzz replay {{input}} {target}"),
-                }));
+            if let Some(level) = level {
+                let name = name.unwrap_or_else(|| level.name());
+                let timeout = std::time::Duration::from_millis(args.timeout_ms);
+                let exec = level.executor(timeout)?;
                 let catalog = exec.catalog().to_vec();
-                // A VM belongs to the process that made it: the forked
-                // client makes its own; other executors move there.
-                let guest = level.kvm.kvm.clone();
-                type Make = Box<
-                    dyn FnOnce() -> Result<
-                        Box<dyn dst_executors::Executor>,
-                        crate::store::StoreError,
-                    >,
-                >;
-                let remake = move |exec: Box<dyn dst_executors::Executor>| -> Make {
-                    match guest {
-                        Some(path) => {
-                            drop(exec);
-                            Box::new(move || {
-                                dst_executors::kvm::executor::Kvm::open(&path, timeout)
-                                    .map(|e| Box::new(e) as Box<dyn dst_executors::Executor>)
-                                    .map_err(crate::store::StoreError::Libafl)
-                            })
-                        }
-                        None => Box::new(move || Ok(exec)),
-                    }
-                };
-                return crate::ci::code_change(exec, remake, &catalog, &options, &ci, args.json)
+                let options = level.options(&fuzz, &name, &args);
+                let clients = |exec| level.clients(exec, timeout);
+                return crate::ci::code_change(exec, clients, &catalog, &options, &ci, args.json)
                     .map_err(store_failure);
             }
             let name = name.ok_or((exit::USAGE, "which target? `ci NAME`".to_string()))?;
@@ -470,8 +401,10 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             replay,
             level,
         } => {
-            let (name, file) = name_and_file(&args, level.alone(), "replay")?;
-            if let Some(mut exec) = level.direct(replay.timeout())? {
+            let level = level.selected()?;
+            let (name, file) = name_and_file(&args, level.as_deref(), "replay")?;
+            if let Some(level) = level {
+                let mut exec = level.executor(replay.timeout())?;
                 let input = crate::store::read_input(&file).map_err(store_failure)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
                     .map_err(store_failure);
@@ -486,8 +419,10 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             minimize,
             level,
         } => {
-            let (name, file) = name_and_file(&args, level.alone(), "minimize")?;
-            if let Some(mut exec) = level.direct(minimize.timeout())? {
+            let level = level.selected()?;
+            let (name, file) = name_and_file(&args, level.as_deref(), "minimize")?;
+            if let Some(level) = level {
+                let mut exec = level.executor(minimize.timeout())?;
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
                     .map_err(store_failure);
             }
@@ -502,29 +437,15 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             html,
             level,
         } => {
-            let findings = |name: &str| fuzz.findings(name);
-            if level.cmd.cmd {
-                // From the program's ELF, without starting it.
-                let name = name.unwrap_or_else(|| level.cmd.name());
-                let catalog = level.cmd.catalog()?;
-                let dir = findings(&name);
+            if let Some(level) = level.selected()? {
+                // The catalog without exploring (a program's from its ELF,
+                // without starting it).
+                let name = name.unwrap_or_else(|| level.name());
+                let catalog = level.catalog()?;
+                let dir = fuzz.findings(&name);
                 let html = html.as_deref().map(|page| (page, dir.as_path()));
                 return crate::cli::report_command(&fuzz.campaign(&name), &catalog, json, html)
                     .map_err(store_failure);
-            }
-            if let Some(exec) = level.direct(std::time::Duration::from_secs(1))? {
-                let name = name
-                    .or_else(|| level.name())
-                    .expect("a direct target is named");
-                let dir = findings(&name);
-                let html = html.as_deref().map(|page| (page, dir.as_path()));
-                return crate::cli::report_command(
-                    &fuzz.campaign(&name),
-                    exec.catalog(),
-                    json,
-                    html,
-                )
-                .map_err(store_failure);
             }
             let name = name.ok_or((exit::USAGE, "which target? `report NAME`".to_string()))?;
             let binary = fuzz.build(&name)?;
@@ -562,30 +483,41 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             cc::cc(level, &output, &args)
         }
         Cmd::Libfuzzer { harness, args } => libfuzzer::libfuzzer(&harness, &args),
-        Cmd::Catalog { name, json } if wasm::is_module(Path::new(&name)) => {
-            let module = WasmArgs {
-                wasm: Some(PathBuf::from(&name)),
-                fuel: dst_executors::wasm::DEFAULT_FUEL,
-                wasi_missing: wasm::MissingArg::Enosys,
-                env: Vec::new(),
+        Cmd::Catalog { name, json, level } => {
+            let file = name.as_deref().map(Path::new).filter(|p| p.is_file());
+            let level = match (level.selected()?, file) {
+                (Some(level), _) => Some(level),
+                // A module's imports need not all be there to list it.
+                (None, Some(path)) if wasm::is_module(path) => WasmArgs {
+                    wasm: Some(path.to_path_buf()),
+                    fuel: dst_executors::wasm::DEFAULT_FUEL,
+                    wasi_missing: wasm::MissingArg::Enosys,
+                    env: Vec::new(),
+                }
+                .level(&[])
+                .map(|l| Box::new(l) as Box<dyn Level>),
+                _ => None,
             };
-            let exec = module.executor(&[])?.expect("--wasm was given");
-            crate::report::print_catalog(exec.catalog(), json);
-            Ok(exit::OK)
-        }
-        Cmd::Catalog { name, json } if Path::new(&name).is_file() => {
-            let sites =
-                dst_executors::elf::catalog(Path::new(&name)).map_err(|e| (exit::BAD_INPUT, e))?;
+            let sites = match (level, file) {
+                (Some(level), _) => level.catalog()?,
+                // Any binary linking libdst: its dst_catalog section,
+                // without running it.
+                (None, Some(path)) => {
+                    dst_executors::elf::catalog(path).map_err(|e| (exit::BAD_INPUT, e))?
+                }
+                (None, None) => {
+                    let name =
+                        name.ok_or((exit::USAGE, "which target? `catalog NAME`".to_string()))?;
+                    let binary = fuzz.build(&name)?;
+                    let mut args: Vec<OsString> = vec!["catalog".into()];
+                    if json {
+                        args.push("--json".into());
+                    }
+                    return call(&name, &binary, &args);
+                }
+            };
             crate::report::print_catalog(&sites, json);
             Ok(exit::OK)
-        }
-        Cmd::Catalog { name, json } => {
-            let binary = fuzz.build(&name)?;
-            let mut args: Vec<OsString> = vec!["catalog".into()];
-            if json {
-                args.push("--json".into());
-            }
-            call(&name, &binary, &args)
         }
     }
 }
@@ -615,59 +547,41 @@ fn lincheck(
 }
 
 /// The positional arguments of `replay` and `minimize`: `NAME FILE`, or
-/// `FILE` alone with --cmd (the name is then unused and empty).
-fn name_and_file(args: &[String], cmd: bool, verb: &str) -> Result<(String, PathBuf), Failure> {
-    match (args, cmd) {
-        ([file], true) => Ok((String::new(), PathBuf::from(file))),
-        ([name, file], false) => Ok((name.clone(), PathBuf::from(file))),
-        (_, true) => Err((
+/// `FILE` alone with a level (the name is then unused and empty).
+fn name_and_file(
+    args: &[String],
+    level: Option<&dyn Level>,
+    verb: &str,
+) -> Result<(String, PathBuf), Failure> {
+    match (args, level) {
+        ([file], Some(_)) => Ok((String::new(), PathBuf::from(file))),
+        ([name, file], None) => Ok((name.clone(), PathBuf::from(file))),
+        (_, Some(level)) => Err((
             exit::USAGE,
-            format!(
-                "with --cmd or --wasm: {verb} FILE --cmd -- PROGRAM, or {verb} FILE --wasm MODULE"
-            ),
+            format!("with {}: {verb} FILE {}", level.flag(), level.target()),
         )),
-        (_, false) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
+        (_, None) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
     }
 }
 
-/// A campaign over an executor this driver made itself (`--wasm`,
-/// `--riscv`), whose findings replay with `target` (the flag and its file).
-/// Each client of a parallel campaign gets the executor by fork.
-fn explore_here<E: dst_executors::Executor + 'static>(
+/// A campaign over a target at `level`, its files under `name`.
+fn campaign(
     fuzz: &FuzzCrate,
     name: &str,
-    exec: E,
-    target: &str,
-    args: &crate::args::CampaignArgs,
+    level: &dyn Level,
+    args: &CampaignArgs,
 ) -> Result<i32, Failure> {
+    let timeout = std::time::Duration::from_millis(args.timeout_ms);
+    // Opened here, so a bad target is one line before any campaign.
+    let exec = level.executor(timeout)?;
     let catalog = exec.catalog().to_vec();
-    explore_with(fuzz, name, move || Ok(exec), &catalog, target, args)
-}
-
-/// [`explore_here`] with an executor that each client makes (`make` runs
-/// in the client, after the fork).
-fn explore_with<E: dst_executors::Executor + 'static>(
-    fuzz: &FuzzCrate,
-    name: &str,
-    make: impl FnOnce() -> Result<E, crate::store::StoreError>,
-    catalog: &[dst::catalog::SiteInfo],
-    target: &str,
-    args: &crate::args::CampaignArgs,
-) -> Result<i32, Failure> {
-    let mut options = args.options(
-        name,
-        fuzz.corpus(name),
-        fuzz.findings(name),
-        fuzz.campaign(name),
-    );
-    options.reproduce = Some(serde_json::json!({
-        "explain": format!("cargo dst-fuzz replay {{input}} {target}"),
-    }));
+    let options = level.options(fuzz, name, args);
     let output = crate::cli::Output {
         json: args.json,
         quiet: args.quiet,
     };
-    crate::cli::campaign(make, catalog, &options, args.jobs, output).map_err(store_failure)
+    let make = level.clients(exec, timeout);
+    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(store_failure)
 }
 
 fn store_failure(err: crate::store::StoreError) -> Failure {
@@ -794,19 +708,88 @@ mod tests {
         }
     }
 
+    /// The level a command line selects.
+    fn selected(words: &[&str]) -> Result<Option<Box<dyn Level>>, Failure> {
+        let Cmd::Replay { level, .. } = parse(words).command else {
+            panic!("not replay")
+        };
+        level.selected()
+    }
+
+    #[test]
+    fn every_level_is_selected_by_its_flag_and_its_findings_replay_with_the_same_target() {
+        for (words, flag, name) in [
+            (&["--cmd", "--defer", "--", "./kv", "-q"][..], "--cmd", "kv"),
+            (
+                &["--wasm", "m.wasm", "--fuel", "7", "--env", "K=v", "--", "x"],
+                "--wasm",
+                "m",
+            ),
+            (
+                &["--wasm", "m.wasm", "--wasi-missing", "enosys"],
+                "--wasm",
+                "m",
+            ),
+            (
+                &["--riscv", "dir/prog.elf", "--instructions", "9", "--", "-v"],
+                "--riscv",
+                "prog.elf",
+            ),
+            (&["--kvm", "g.elf"], "--kvm", "g"),
+        ] {
+            let line: Vec<&str> = ["replay", "f"].iter().chain(words).copied().collect();
+            let level = selected(&line).unwrap().expect("a level");
+            assert_eq!((level.flag(), level.name().as_str()), (flag, name));
+            // The replay command a finding stores parses back into the
+            // same target, every flag that changes a run kept.
+            let target = level.target();
+            assert_eq!(target, words.join(" "));
+            let again: Vec<&str> = ["replay", "f"]
+                .into_iter()
+                .chain(target.split(' '))
+                .collect();
+            let again = selected(&again).unwrap().expect("a level");
+            assert_eq!(again.target(), target, "{words:?}");
+        }
+        assert!(selected(&["replay", "bank", "f"]).unwrap().is_none());
+    }
+
+    #[test]
+    fn two_level_flags_are_refused() {
+        let mut levels = match parse(&["replay", "f", "--wasm", "m.wasm"]).command {
+            Cmd::Replay { level, .. } => level,
+            _ => panic!("not replay"),
+        };
+        levels.kvm.kvm = Some(PathBuf::from("g.elf"));
+        let Err((code, message)) = levels.selected() else {
+            panic!("two levels selected")
+        };
+        assert_eq!(code, exit::USAGE);
+        assert_eq!(message, "one level at a time: --wasm and --kvm were given");
+        // The command line refuses them before.
+        let line = ["cargo-dst-fuzz", "replay", "f", "--wasm", "m", "--kvm", "g"];
+        assert!(Cli::try_parse_from(line).is_err());
+    }
+
     #[test]
     fn positional_arguments_of_replay_and_minimize() {
         let two = ["bank".to_string(), "f".to_string()];
+        let cmd = parse(&["replay", "f", "--cmd", "--", "./kv"]);
+        let Cmd::Replay { level, .. } = cmd.command else {
+            panic!("not replay")
+        };
+        let level = level.selected().unwrap();
         assert_eq!(
-            name_and_file(&two, false, "replay").unwrap(),
+            name_and_file(&two, None, "replay").unwrap(),
             ("bank".to_string(), PathBuf::from("f"))
         );
+        let (code, message) = name_and_file(&two, level.as_deref(), "replay").unwrap_err();
+        assert_eq!(code, exit::USAGE);
+        assert_eq!(message, "with --cmd: replay FILE --cmd -- ./kv");
         assert_eq!(
-            name_and_file(&two, true, "replay").unwrap_err().0,
-            exit::USAGE
-        );
-        assert_eq!(
-            name_and_file(&two[1..], true, "minimize").unwrap().1,
+            name_and_file(&two[1..], level.as_deref(), "minimize")
+                .unwrap()
+                .1,
             PathBuf::from("f")
         );
     }

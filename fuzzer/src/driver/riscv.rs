@@ -3,13 +3,14 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+use dst_executors::Executor;
 use dst_executors::riscv::executor::{DEFAULT_BUDGET, Emulator};
 
 use super::Failure;
-use super::build::FuzzCrate;
-use crate::args::CampaignArgs;
+use super::level::{Level, after_dashes};
 use crate::exit;
 
 /// A static riscv64 Linux program to run on dst's emulator.
@@ -26,43 +27,57 @@ pub struct RiscvArgs {
 }
 
 impl RiscvArgs {
-    /// The program's default name for its files: its file name.
-    pub fn name(&self) -> String {
-        self.riscv
-            .as_ref()
-            .and_then(|p| p.file_name())
-            .map_or_else(|| "riscv".into(), |s| s.to_string_lossy().into_owned())
-    }
-
-    /// The emulator for the program with `args` after its name, when
-    /// --riscv is given.
-    pub fn executor(&self, args: &[OsString]) -> Result<Option<Emulator>, Failure> {
-        let Some(path) = &self.riscv else {
-            return Ok(None);
-        };
-        let mut argv = vec![self.name()];
-        argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
-        Emulator::open(path, &argv, self.instructions)
-            .map(Some)
-            .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", path.display())))
+    /// The program as a level, with `args` after its name, when --riscv is
+    /// given.
+    pub fn level(&self, args: &[OsString]) -> Option<Program> {
+        let path = self.riscv.clone()?;
+        // Its file name, not its stem: `prog.elf`'s files stay where they
+        // were.
+        let name = path
+            .file_name()
+            .map_or_else(|| "riscv".into(), |s| s.to_string_lossy().into_owned());
+        Some(Program {
+            path,
+            name,
+            args: args.to_vec(),
+            instructions: self.instructions,
+        })
     }
 }
 
-/// `run --riscv`: the explorer loop in this process, over the emulator.
-pub fn run(
-    fuzz: &FuzzCrate,
-    name: &str,
-    riscv: &RiscvArgs,
-    program_args: &[OsString],
-    args: &CampaignArgs,
-) -> Result<i32, Failure> {
-    let exec = riscv.executor(program_args)?.expect("--riscv was given");
-    let program = riscv.riscv.as_ref().expect("--riscv was given");
-    super::explore_here(
-        fuzz,
-        name,
-        exec,
-        &format!("--riscv {}", program.display()),
-        args,
-    )
+/// A static riscv64 Linux program and its command line: explored,
+/// replayed and minimized in this process, on the emulator.
+pub struct Program {
+    path: PathBuf,
+    name: String,
+    args: Vec<OsString>,
+    instructions: u64,
+}
+
+impl Level for Program {
+    fn flag(&self) -> &'static str {
+        "--riscv"
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// With its instruction budget when it is not the default, and the
+    /// program's arguments.
+    fn target(&self) -> String {
+        let mut flags = format!("--riscv {}", self.path.display());
+        if self.instructions != DEFAULT_BUDGET {
+            flags += &format!(" --instructions {}", self.instructions);
+        }
+        flags + &after_dashes(&self.args)
+    }
+
+    fn executor(&self, _timeout: Duration) -> Result<Box<dyn Executor>, Failure> {
+        let mut argv = vec![self.name.clone()];
+        argv.extend(self.args.iter().map(|a| a.to_string_lossy().into_owned()));
+        Emulator::open(&self.path, &argv, self.instructions)
+            .map(|e| Box::new(e) as Box<dyn Executor>)
+            .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", self.path.display())))
+    }
 }

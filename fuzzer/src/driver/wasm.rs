@@ -3,13 +3,14 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use dst_executors::Executor;
 use dst_executors::wasm::{DEFAULT_FUEL, LoadError, Missing, Options as WasmOptions, Wasm};
 
 use super::Failure;
-use super::build::FuzzCrate;
-use crate::args::CampaignArgs;
+use super::level::{Level, after_dashes, file_stem, shell_words};
 use crate::exit;
 
 /// Whether `path` is a WebAssembly module: a `.wasm` or `.wat` file, or a
@@ -66,55 +67,75 @@ fn env_var(text: &str) -> Result<String, String> {
 }
 
 impl WasmArgs {
-    /// The module's default name for its files: its file stem.
-    pub fn name(&self) -> String {
-        self.wasm
-            .as_ref()
-            .and_then(|p| p.file_stem())
-            .map_or_else(|| "wasm".into(), |s| s.to_string_lossy().into_owned())
-    }
-
-    /// The executor for the module with `args` as its command line, when
+    /// The module as a level, with `args` as its command line, when
     /// --wasm is given.
-    pub fn executor(&self, args: &[OsString]) -> Result<Option<Wasm>, Failure> {
-        let Some(path) = &self.wasm else {
-            return Ok(None);
-        };
+    pub fn level(&self, args: &[OsString]) -> Option<Module> {
+        Some(Module {
+            path: self.wasm.clone()?,
+            flags: self.clone(),
+            args: args.to_vec(),
+        })
+    }
+}
+
+/// A WebAssembly module and its command line: explored, replayed and
+/// minimized in this process, over the interpreter.
+pub struct Module {
+    path: PathBuf,
+    flags: WasmArgs,
+    args: Vec<OsString>,
+}
+
+impl Module {
+    /// The wasm executor for the module.
+    pub fn open(&self) -> Result<Wasm, Failure> {
         let options = WasmOptions {
-            args: args
+            args: self
+                .args
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            fuel: self.fuel,
-            env: self.env.clone(),
-            missing: match self.wasi_missing {
+            fuel: self.flags.fuel,
+            env: self.flags.env.clone(),
+            missing: match self.flags.wasi_missing {
                 MissingArg::Refuse => Missing::Refuse,
                 MissingArg::Enosys => Missing::Enosys,
             },
             ..WasmOptions::default()
         };
-        Wasm::load(path, options).map(Some).map_err(|e| match e {
+        let path = &self.path;
+        Wasm::load(path, options).map_err(|e| match e {
             LoadError::BadModule(m) => (exit::BAD_INPUT, format!("{}: {m}", path.display())),
             LoadError::StartFailed(m) => (exit::SETUP_FAILED, format!("{}: {m}", path.display())),
         })
     }
 }
 
-/// `run --wasm`: the explorer loop in this process, over the interpreter.
-pub fn run(
-    fuzz: &FuzzCrate,
-    name: &str,
-    wasm: &WasmArgs,
-    module_args: &[OsString],
-    args: &CampaignArgs,
-) -> Result<i32, Failure> {
-    let exec = wasm.executor(module_args)?.expect("--wasm was given");
-    let module = wasm.wasm.as_ref().expect("--wasm was given");
-    super::explore_here(
-        fuzz,
-        name,
-        exec,
-        &format!("--wasm {}", module.display()),
-        args,
-    )
+impl Level for Module {
+    fn flag(&self) -> &'static str {
+        "--wasm"
+    }
+
+    fn name(&self) -> String {
+        file_stem(&self.path, "wasm")
+    }
+
+    /// With every flag that changes a run, and the module's arguments.
+    fn target(&self) -> String {
+        let mut flags = format!("--wasm {}", self.path.display());
+        if self.flags.fuel != DEFAULT_FUEL {
+            flags += &format!(" --fuel {}", self.flags.fuel);
+        }
+        if self.flags.wasi_missing == MissingArg::Enosys {
+            flags += " --wasi-missing enosys";
+        }
+        for var in &self.flags.env {
+            flags += &format!(" --env {}", shell_words(&[var.into()]));
+        }
+        flags + &after_dashes(&self.args)
+    }
+
+    fn executor(&self, _timeout: Duration) -> Result<Box<dyn Executor>, Failure> {
+        Ok(Box::new(self.open()?))
+    }
 }
