@@ -457,12 +457,12 @@ pub fn report_command(
             findings_dir,
             &crate::stats::dir_for(campaign_file),
         );
-        dst_kernel::write_atomic(page, crate::html::render(&doc).as_bytes()).map_err(|source| {
-            StoreError::Unwritable {
+        dst_kernel::write_atomic(page, crate::report::html::render(&doc).as_bytes()).map_err(
+            |source| StoreError::Unwritable {
                 path: page.to_path_buf(),
                 source,
-            }
-        })?;
+            },
+        )?;
     }
     if as_json {
         println!(

@@ -24,3 +24,27 @@ pub const BUILD_FAILED: i32 = 7;
 pub const INCONCLUSIVE: i32 = 8;
 /// An internal error of the explorer.
 pub const INTERNAL: i32 = 70;
+
+/// A command that failed: its exit status (one of this table's) and the
+/// one line that says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: i32, message: impl Into<String>) -> Failure {
+        debug_assert!(code != OK, "a failure has a failing status");
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}

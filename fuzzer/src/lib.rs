@@ -15,18 +15,22 @@
 //!   this process (`dst_executors::InProcess`), another program through
 //!   its fork server (`dst_executors::Process`), a wasm module
 //!   (`dst_executors::Wasm`), a riscv64 program on the emulator or a KVM
-//!   guest (`dst_executors::riscv`, `dst_executors::kvm`). `feedback` (crate-private)
-//!   holds the observers, feedbacks and objective that read the region;
-//!   `mutators` edits whole decisions.
+//!   guest (`dst_executors::riscv`, `dst_executors::kvm`). Its folder
+//!   also holds the observers, feedbacks and objective that read the
+//!   region (`feedback`), the mutators that edit whole decisions
+//!   (`mutators`) and the status lines (`monitor`), all crate-private.
 //! - [`ci`] is a CI job over any executor (replay what is stored, then
-//!   explore; SARIF and JUnit out). A campaign spans machines through the
-//!   explorer's brokers (`--listen`, `--join`); [`merge`] joins the parts
-//!   each machine kept.
+//!   explore; SARIF and JUnit out), and [`ci::batch`] many of them. A
+//!   campaign spans machines through the explorer's brokers (`--listen`,
+//!   `--join`); [`merge`] joins the parts each machine kept.
 //! - [`store`] keeps corpus, campaign and findings on disk with atomic
 //!   writes; [`stats`] the campaign over time (also as AFL's `plot_data`
 //!   and `fuzzer_stats`); [`report`] prints the property table and builds
-//!   the document [`html`] renders as one self-contained page; [`exit`] is
-//!   the one table of exit statuses.
+//!   the document [`report::html`] renders as one self-contained page;
+//!   [`exit`] is the one table of exit statuses.
+//!
+//! Each of `explore/`, `driver/`, `ci/` and `report/` is one part in its
+//! own folder; the binaries (`cargo-dst-fuzz`, a target's `main`) are glue.
 //!
 //! Only this crate names LibAFL types, and none of them is public.
 
@@ -36,11 +40,7 @@ pub mod cli;
 pub mod driver;
 pub mod exit;
 pub mod explore;
-pub(crate) mod feedback;
-pub mod html;
 pub mod merge;
-pub(crate) mod monitor;
-pub(crate) mod mutators;
 pub mod report;
 pub mod stats;
 pub mod store;

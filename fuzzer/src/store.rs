@@ -75,6 +75,13 @@ impl StoreError {
     }
 }
 
+/// Each store error fails with its status ([`StoreError::exit_code`]).
+impl From<StoreError> for exit::Failure {
+    fn from(err: StoreError) -> exit::Failure {
+        exit::Failure::new(err.exit_code(), err.to_string())
+    }
+}
+
 /// Creates `dir` if needed and checks that files can be written in it.
 pub fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
     let unwritable = |source| StoreError::Unwritable {

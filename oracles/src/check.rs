@@ -1,50 +1,15 @@
 //! Checking a history: partition it, search each partition, explain the
 //! first one that fails.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::explain::{Explanation, explain};
-use crate::history::Operation;
+use crate::history::{History, Operation};
 use crate::model::Model;
-use crate::search::{AnySearch, Found, Meter, Op};
-
-/// A bound on the work of a check: search steps (deterministic) and wall
-/// time (not). Either, both or neither.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Budget {
-    /// Steps of the search (one per event visited), over all partitions.
-    pub max_steps: Option<u64>,
-    pub timeout: Option<Duration>,
-}
-
-impl Budget {
-    pub const UNLIMITED: Budget = Budget {
-        max_steps: None,
-        timeout: None,
-    };
-
-    pub fn steps(max_steps: u64) -> Self {
-        Self {
-            max_steps: Some(max_steps),
-            timeout: None,
-        }
-    }
-
-    pub fn timeout(timeout: Duration) -> Self {
-        Self {
-            max_steps: None,
-            timeout: Some(timeout),
-        }
-    }
-
-    pub(crate) fn meter(&self) -> Meter {
-        Meter::new(self.max_steps, self.timeout)
-    }
-}
+pub use crate::search::Budget;
+use crate::search::{AnySearch, Found, Op, partitions, view};
 
 /// How to check.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,59 +84,6 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// One partition: its key and the indices of its operations in the history.
-pub(crate) struct Partition {
-    pub key: Option<String>,
-    pub ops: Vec<usize>,
-}
-
-/// Splits `operations` by [`Model::partition`], in order of first appearance.
-pub(crate) fn partitions<M: Model>(
-    model: &M,
-    operations: &[Operation<M::Input, M::Output>],
-    partition: bool,
-) -> Vec<Partition> {
-    if !partition {
-        return vec![Partition {
-            key: None,
-            ops: (0..operations.len()).collect(),
-        }];
-    }
-    let mut index: HashMap<Option<String>, usize> = HashMap::new();
-    let mut parts: Vec<Partition> = Vec::new();
-    for (i, op) in operations.iter().enumerate() {
-        let key = model.partition(&op.input);
-        let p = *index.entry(key.clone()).or_insert_with(|| {
-            parts.push(Partition {
-                key,
-                ops: Vec::new(),
-            });
-            parts.len() - 1
-        });
-        parts[p].ops.push(i);
-    }
-    parts
-}
-
-/// The search's view of the operations at `indices`.
-pub(crate) fn view<'a, I, O>(
-    operations: &'a [Operation<I, O>],
-    indices: &[usize],
-) -> Vec<Op<'a, I, O>> {
-    indices
-        .iter()
-        .map(|&i| {
-            let op = &operations[i];
-            Op {
-                input: &op.input,
-                output: op.output(),
-                call: op.call,
-                ret: op.return_time().unwrap_or(u64::MAX),
-            }
-        })
-        .collect()
-}
-
 /// Checks `operations` against `model`.
 ///
 /// # Panics
@@ -236,4 +148,22 @@ pub fn check_operations<M: Model>(
         slice = slice.saturating_mul(2);
     }
     Verdict::Linearizable
+}
+/// Checking a history (here, beside the checker, so that histories do not
+/// import it).
+impl<I: Clone, O: Clone> History<I, O> {
+    /// Checks the history against `model` with the default options (no
+    /// budget, partitioned, explained).
+    pub fn check<M: Model<Input = I, Output = O>>(&self, model: &M) -> Verdict {
+        self.check_with(model, &CheckOptions::default())
+    }
+
+    /// Checks the history against `model`.
+    pub fn check_with<M: Model<Input = I, Output = O>>(
+        &self,
+        model: &M,
+        options: &CheckOptions,
+    ) -> Verdict {
+        check_operations(model, &self.operations(), options)
+    }
 }

@@ -23,9 +23,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Budget, Partition, view};
 use crate::history::Operation;
 use crate::model::Model;
+use crate::search::{Budget, Partition, view};
 use crate::search::{Found, Meter, Op, search};
 
 /// Why a history is not linearizable: the failing partition and a set of its

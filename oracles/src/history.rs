@@ -1,8 +1,5 @@
 //! Histories: what clients asked for, when, and what they got back.
 
-use crate::check::{CheckOptions, Verdict, check_operations};
-use crate::model::Model;
-
 /// How an operation ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome<O> {
@@ -195,20 +192,5 @@ impl<I: Clone, O: Clone> History<I, O> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Checks the history against `model` with the default options (no
-    /// budget, partitioned, explained).
-    pub fn check<M: Model<Input = I, Output = O>>(&self, model: &M) -> Verdict {
-        self.check_with(model, &CheckOptions::default())
-    }
-
-    /// Checks the history against `model`.
-    pub fn check_with<M: Model<Input = I, Output = O>>(
-        &self,
-        model: &M,
-        options: &CheckOptions,
-    ) -> Verdict {
-        check_operations(model, &self.operations(), options)
     }
 }

@@ -7,9 +7,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{CheckOptions, Verdict, partitions};
+use crate::check::{CheckOptions, Verdict};
 use crate::format::{Decode, Format, ParseError, parse};
 use crate::models::{Kv, Queue, Register, Set};
+use crate::search::partitions;
 
 /// The built-in models, by the names the command line uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

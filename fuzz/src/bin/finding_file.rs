@@ -85,7 +85,7 @@ dst_fuzz::target!(|| {
 
     let campaign = Campaign::new(dst::catalog::sites());
     let document = dst_fuzz::report::document("own", &campaign, &findings, &stats);
-    let page = dst_fuzz::html::render(&document);
+    let page = dst_fuzz::report::html::render(&document);
     dst::assert_always!(
         !page.contains("<script"),
         "no markup from a finding gets into the report"

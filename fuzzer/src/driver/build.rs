@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::Failure;
 use crate::exit;
+use crate::exit::Failure;
 
 /// Flags that give a crate LLVM's inline 8-bit edge counters, and its
 /// integer comparisons to the comparison log (`dst::cmplog`'s callbacks).
@@ -51,7 +51,7 @@ impl FuzzCrate {
     pub fn metadata(&self) -> Result<serde_json::Value, Failure> {
         let manifest = self.manifest();
         if !manifest.exists() {
-            return Err((
+            return Err(Failure::new(
                 exit::UNKNOWN_TARGET,
                 format!(
                     "no fuzz crate at {} (create one with `cargo dst-fuzz init`, or pass --fuzz-dir)",
@@ -83,7 +83,7 @@ impl FuzzCrate {
     pub fn build(&self, name: &str) -> Result<PathBuf, Failure> {
         let targets = self.targets()?;
         if !targets.iter().any(|t| t == name) {
-            return Err((
+            return Err(Failure::new(
                 exit::UNKNOWN_TARGET,
                 format!(
                     "no target {name:?} in {} (targets: {})",
@@ -97,13 +97,13 @@ impl FuzzCrate {
             ));
         }
         let metadata = self.metadata()?;
-        let target_dir = PathBuf::from(metadata["target_directory"].as_str().ok_or((
-            exit::INTERNAL,
-            "cargo metadata has no target_directory".into(),
-        ))?)
+        let target_dir = PathBuf::from(metadata["target_directory"].as_str().ok_or(
+            Failure::new(exit::INTERNAL, "cargo metadata has no target_directory"),
+        )?)
         .join("dst-fuzz");
-        let me = std::env::current_exe()
-            .map_err(|e| (exit::INTERNAL, format!("cannot find this executable: {e}")))?;
+        let me = std::env::current_exe().map_err(|e| {
+            Failure::new(exit::INTERNAL, format!("cannot find this executable: {e}"))
+        })?;
         let status = Command::new(cargo())
             .args(["build", "--release", "--manifest-path"])
             .arg(self.manifest())
@@ -112,9 +112,12 @@ impl FuzzCrate {
             .env("DST_FUZZ_RUSTC_WRAPPER", "1")
             .env("CARGO_TARGET_DIR", &target_dir)
             .status()
-            .map_err(|e| (exit::INTERNAL, format!("cannot run cargo build: {e}")))?;
+            .map_err(|e| Failure::new(exit::INTERNAL, format!("cannot run cargo build: {e}")))?;
         if !status.success() {
-            return Err((exit::BUILD_FAILED, format!("target {name} did not build")));
+            return Err(Failure::new(
+                exit::BUILD_FAILED,
+                format!("target {name} did not build"),
+            ));
         }
         Ok(target_dir.join("release").join(name))
     }
@@ -149,9 +152,9 @@ pub fn metadata(manifest: &Path) -> Result<serde_json::Value, Failure> {
         ])
         .arg(manifest)
         .output()
-        .map_err(|e| (exit::INTERNAL, format!("cannot run cargo metadata: {e}")))?;
+        .map_err(|e| Failure::new(exit::INTERNAL, format!("cannot run cargo metadata: {e}")))?;
     if !output.status.success() {
-        return Err((
+        return Err(Failure::new(
             exit::BUILD_FAILED,
             format!(
                 "cargo metadata failed for {}: {}",
@@ -161,7 +164,7 @@ pub fn metadata(manifest: &Path) -> Result<serde_json::Value, Failure> {
         ));
     }
     serde_json::from_slice(&output.stdout).map_err(|e| {
-        (
+        Failure::new(
             exit::INTERNAL,
             format!("cargo metadata printed no JSON: {e}"),
         )
@@ -175,13 +178,13 @@ pub fn package_of<'a>(
 ) -> Result<&'a serde_json::Value, Failure> {
     let manifest = manifest
         .canonicalize()
-        .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", manifest.display())))?;
+        .map_err(|e| Failure::new(exit::BAD_INPUT, format!("{}: {e}", manifest.display())))?;
     metadata["packages"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|p| p["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path()))
-        .ok_or((
+        .ok_or(Failure::new(
             exit::BAD_INPUT,
             format!("{} is a workspace without a package", manifest.display()),
         ))

@@ -31,8 +31,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::Failure;
 use crate::exit;
+use crate::exit::Failure;
 
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RISCV_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_riscv.c");
@@ -50,14 +50,16 @@ pub enum Level {
 /// Builds `output` from `args` (sources and compiler flags) for `level`.
 pub fn cc(level: Option<Level>, output: &Path, args: &[OsString]) -> Result<i32, Failure> {
     let Some(level) = level else {
-        return Err((
+        return Err(Failure::new(
             exit::USAGE,
-            "cc needs the level to build for: --riscv (the emulator's), --kvm or --libfuzzer"
-                .into(),
+            "cc needs the level to build for: --riscv (the emulator's), --kvm or --libfuzzer",
         ));
     };
     if args.is_empty() {
-        return Err((exit::USAGE, "cc needs at least one source file".into()));
+        return Err(Failure::new(
+            exit::USAGE,
+            "cc needs at least one source file",
+        ));
     }
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -68,7 +70,8 @@ pub fn cc(level: Option<Level>, output: &Path, args: &[OsString]) -> Result<i32,
 }
 
 fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i32, Failure> {
-    let unwritable = |e: std::io::Error| (exit::UNWRITABLE, format!("{}: {e}", dir.display()));
+    let unwritable =
+        |e: std::io::Error| Failure::new(exit::UNWRITABLE, format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(unwritable)?;
     std::fs::write(dir.join("dst.h"), DST_H).map_err(unwritable)?;
     let mut partial = output.as_os_str().to_owned();
@@ -94,14 +97,14 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
     };
     let failed = |what: &str, status: std::process::ExitStatus| -> Failure {
         let _ = std::fs::remove_file(&partial);
-        (
+        Failure::new(
             exit::BUILD_FAILED,
             format!("the {what} of {} failed ({status})", output.display()),
         )
     };
     let run = |command: &mut Command| -> Result<std::process::ExitStatus, Failure> {
         command.status().map_err(|e| {
-            (
+            Failure::new(
                 exit::SETUP_FAILED,
                 format!("cannot run {}: {e} ({install})", compiler.to_string_lossy()),
             )
@@ -201,7 +204,7 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
                 Ok(()) => {}
                 Err(BuildError::Scratch(e)) => return Err(unwritable(e)),
                 Err(BuildError::Spawn(e)) => {
-                    return Err((
+                    return Err(Failure::new(
                         exit::SETUP_FAILED,
                         format!("cannot run {}: {e} ({install})", compiler.to_string_lossy()),
                     ));
@@ -211,7 +214,7 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
         }
     }
     std::fs::rename(&partial, output)
-        .map_err(|e| (exit::UNWRITABLE, format!("{}: {e}", output.display())))?;
+        .map_err(|e| Failure::new(exit::UNWRITABLE, format!("{}: {e}", output.display())))?;
     Ok(exit::OK)
 }
 
@@ -270,9 +273,7 @@ fn libdst_dir() -> Result<PathBuf, Failure> {
     {
         candidates.push(String::from_utf8_lossy(&out.stdout).trim().into());
     }
-    candidates.into_iter().find(|d| d.join("libdst.a").is_file()).ok_or((
-        exit::SETUP_FAILED,
-        "cannot find libdst.a: build it (cargo build -p dst-c), install it (make -C sdk-c install), or set DST_LIB_DIR".into(),
+    candidates.into_iter().find(|d| d.join("libdst.a").is_file()).ok_or(Failure::new(exit::SETUP_FAILED, "cannot find libdst.a: build it (cargo build -p dst-c), install it (make -C sdk-c install), or set DST_LIB_DIR",
     ))
 }
 

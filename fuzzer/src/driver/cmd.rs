@@ -11,12 +11,12 @@ use clap::Args;
 use dst::catalog::SiteInfo;
 use dst_executors::Executor;
 
-use super::Failure;
-use super::batch;
 use super::build::FuzzCrate;
 use super::level::{Level, Make, file_stem, shell_words};
 use crate::args::CampaignArgs;
+use crate::ci::batch;
 use crate::exit;
+use crate::exit::Failure;
 use crate::explore::Options;
 use crate::store::StoreError;
 
@@ -49,7 +49,7 @@ impl CmdArgs {
     ) -> Result<dst_executors::Process, Failure> {
         let (program, args) = self.program()?;
         let mut exec = dst_executors::Process::with_catalog(&program, args, timeout, catalog)
-            .map_err(|e| (exit::BAD_INPUT, e))?;
+            .map_err(|e| Failure::new(exit::BAD_INPUT, e))?;
         exec.set_defer(self.defer);
         Ok(exec)
     }
@@ -57,9 +57,9 @@ impl CmdArgs {
     /// The program (found on PATH if need be) and its arguments.
     pub fn program(&self) -> Result<(PathBuf, &[OsString]), Failure> {
         let Some((program, args)) = self.command.split_first() else {
-            return Err((
+            return Err(Failure::new(
                 exit::USAGE,
-                "--cmd needs the program after `--`: --cmd -- ./service ARGS".into(),
+                "--cmd needs the program after `--`: --cmd -- ./service ARGS",
             ));
         };
         Ok((which(Path::new(program))?, args))
@@ -77,7 +77,7 @@ pub fn which(program: &Path) -> Result<PathBuf, Failure> {
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            (
+            Failure::new(
                 exit::USAGE,
                 format!("no program {} on PATH", program.display()),
             )
@@ -108,7 +108,8 @@ impl Level for CmdArgs {
     /// Its dst_catalog section, or asked of a Rust binary: the program
     /// does not run.
     fn catalog(&self) -> Result<Vec<SiteInfo>, Failure> {
-        dst_executors::elf::program_catalog(&self.program()?.0).map_err(|e| (exit::BAD_INPUT, e))
+        dst_executors::elf::program_catalog(&self.program()?.0)
+            .map_err(|e| Failure::new(exit::BAD_INPUT, e))
     }
 
     /// Each client makes its own executor: its own segment and fork server.
@@ -119,7 +120,7 @@ impl Level for CmdArgs {
         Box::new(move || {
             cmd.process_with(timeout, catalog)
                 .map(|e| Box::new(e) as Box<dyn Executor>)
-                .map_err(|(code, message)| StoreError::Target { code, message })
+                .map_err(|Failure { code, message }| StoreError::Target { code, message })
         })
     }
 
@@ -210,7 +211,7 @@ mod tests {
         );
         let sh = which(Path::new("sh")).expect("sh is on PATH");
         assert!(sh.is_absolute() && sh.is_file());
-        let (code, _) = which(Path::new("no-such-program-dst")).unwrap_err();
-        assert_eq!(code, exit::USAGE);
+        let failure = which(Path::new("no-such-program-dst")).unwrap_err();
+        assert_eq!(failure.code, exit::USAGE);
     }
 }

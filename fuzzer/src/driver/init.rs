@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Failure;
 use crate::exit;
+use crate::exit::Failure;
 
 /// The example target `init` writes.
 pub const EXAMPLE_TARGET: &str = r#"//! An example dst target. Replace the body with a test of your crate: take
@@ -60,7 +60,7 @@ doc = false
 pub fn init(path: &Path) -> Result<i32, Failure> {
     let manifest = path.join("Cargo.toml");
     if !manifest.exists() {
-        return Err((
+        return Err(Failure::new(
             exit::BAD_INPUT,
             format!("no crate at {}: Cargo.toml is missing", path.display()),
         ));
@@ -72,7 +72,7 @@ pub fn init(path: &Path) -> Result<i32, Failure> {
         .to_string();
     let fuzz = path.join("fuzz");
     if fuzz.join("Cargo.toml").exists() {
-        return Err((
+        return Err(Failure::new(
             exit::UNWRITABLE,
             format!(
                 "{} already exists; not touching it",
@@ -89,7 +89,7 @@ pub fn init(path: &Path) -> Result<i32, Failure> {
         std::fs::create_dir_all(p.parent().expect("a file in a folder"))
             .and_then(|_| std::fs::write(&p, contents))
             .map_err(|e| {
-                (
+                Failure::new(
                     exit::UNWRITABLE,
                     format!("cannot write {}: {e}", p.display()),
                 )
@@ -186,14 +186,14 @@ pub fn convert_manifest(text: &str, dst_root: &Path) -> Result<String, String> {
 pub fn from_cargo_fuzz(dir: &Path) -> Result<i32, Failure> {
     let manifest_path = dir.join("Cargo.toml");
     let manifest = std::fs::read_to_string(&manifest_path).map_err(|e| {
-        (
+        Failure::new(
             exit::BAD_INPUT,
             format!("cannot read {}: {e}", manifest_path.display()),
         )
     })?;
     let backup = dir.join("cargo-fuzz-backup");
     if backup.exists() {
-        return Err((
+        return Err(Failure::new(
             exit::UNWRITABLE,
             format!(
                 "{} exists: {} was converted already; not touching it",
@@ -202,7 +202,9 @@ pub fn from_cargo_fuzz(dir: &Path) -> Result<i32, Failure> {
             ),
         ));
     }
-    let bad = |what: &Path, why: String| (exit::BAD_INPUT, format!("{}: {why}", what.display()));
+    let bad = |what: &Path, why: String| {
+        Failure::new(exit::BAD_INPUT, format!("{}: {why}", what.display()))
+    };
     let dst_root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("dst-fuzz lives in the dst repository")
@@ -234,7 +236,7 @@ pub fn from_cargo_fuzz(dir: &Path) -> Result<i32, Failure> {
     }
     // Everything is checked: now write, originals first.
     let unwritable = |p: &Path, e: std::io::Error| {
-        (
+        Failure::new(
             exit::UNWRITABLE,
             format!("cannot write {}: {e}", p.display()),
         )

@@ -8,9 +8,9 @@ use clap::Args;
 use dst_executors::Executor;
 use dst_executors::kvm::executor::Kvm;
 
-use super::Failure;
 use super::level::{Level, Make, file_stem};
 use crate::exit;
+use crate::exit::Failure;
 use crate::store::StoreError;
 
 /// A KVM guest to run in dst's virtual machine.
@@ -39,7 +39,8 @@ pub struct Guest {
 
 /// The guest at `path` in a new VM.
 fn open(path: &Path, timeout: Duration) -> Result<Kvm, Failure> {
-    Kvm::open(path, timeout).map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", path.display())))
+    Kvm::open(path, timeout)
+        .map_err(|e| Failure::new(exit::BAD_INPUT, format!("{}: {e}", path.display())))
 }
 
 impl Level for Guest {
@@ -65,7 +66,7 @@ impl Level for Guest {
         Box::new(move || {
             open(&path, timeout)
                 .map(|e| Box::new(e) as Box<dyn Executor>)
-                .map_err(|(code, message)| StoreError::Target { code, message })
+                .map_err(|Failure { code, message }| StoreError::Target { code, message })
         })
     }
 }

@@ -14,10 +14,10 @@ use std::time::Duration;
 use dst::catalog::SiteInfo;
 use dst_executors::Executor;
 
-use super::Failure;
-use super::batch;
 use super::build::FuzzCrate;
 use crate::args::CampaignArgs;
+use crate::ci::batch;
+use crate::exit::Failure;
 use crate::explore::Options;
 use crate::store::StoreError;
 

@@ -33,10 +33,10 @@ use dst::libfuzzer::{self as lf, Flags};
 use dst_kernel::Signature;
 use sha1::{Digest, Sha1};
 
-use super::Failure;
 use super::cmd::CmdArgs;
 use super::level::Level as _;
 use crate::exit;
+use crate::exit::Failure;
 use crate::explore::Options;
 
 /// The largest input dst's explorer makes (its LibAFL state's limit),
@@ -62,18 +62,18 @@ pub fn libfuzzer(harness: &Path, args: &[String]) -> Result<i32, Failure> {
     let mut flags = Flags::default();
     let options_file = sibling(harness, ".options");
     if let Ok(text) = std::fs::read_to_string(&options_file) {
-        flags
-            .add_options(&text)
-            .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", options_file.display())))?;
+        flags.add_options(&text).map_err(|e| {
+            Failure::new(exit::BAD_INPUT, format!("{}: {e}", options_file.display()))
+        })?;
     }
     flags
         .add_args(args)
-        .map_err(|e| (exit::USAGE, e.to_string()))?;
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     for flag in &flags.unknown {
         eprintln!("WARNING: unrecognized flag '{flag}'; use -help=1 to list all flags");
     }
     if !harness.is_file() {
-        return Err((
+        return Err(Failure::new(
             exit::USAGE,
             format!("{}: no such harness", harness.display()),
         ));
@@ -84,13 +84,13 @@ pub fn libfuzzer(harness: &Path, args: &[String]) -> Result<i32, Failure> {
         let status = std::process::Command::new(harness)
             .args(args)
             .status()
-            .map_err(|e| (exit::SETUP_FAILED, format!("{}: {e}", harness.display())))?;
+            .map_err(|e| Failure::new(exit::SETUP_FAILED, format!("{}: {e}", harness.display())))?;
         return Ok(status.code().unwrap_or(flags.crash_exit()));
     }
     let corpus_dirs: Vec<&PathBuf> = flags.inputs.iter().collect();
     if let Some(first) = corpus_dirs.first() {
         std::fs::create_dir_all(first)
-            .map_err(|e| (exit::UNWRITABLE, format!("{}: {e}", first.display())))?;
+            .map_err(|e| Failure::new(exit::UNWRITABLE, format!("{}: {e}", first.display())))?;
     }
     let mut seeds = Vec::new();
     for dir in &corpus_dirs {
@@ -120,7 +120,8 @@ pub fn libfuzzer(harness: &Path, args: &[String]) -> Result<i32, Failure> {
 }
 
 fn read_dir_files(dir: &Path, into: &mut Vec<Vec<u8>>) -> Result<(), Failure> {
-    let unreadable = |e: std::io::Error| (exit::BAD_INPUT, format!("{}: {e}", dir.display()));
+    let unreadable =
+        |e: std::io::Error| Failure::new(exit::BAD_INPUT, format!("{}: {e}", dir.display()));
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(unreadable)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -139,7 +140,7 @@ fn read_dir_files(dir: &Path, into: &mut Vec<Vec<u8>>) -> Result<(), Failure> {
 fn read_zip(path: &Path, into: &mut Vec<Vec<u8>>) -> Result<(), Failure> {
     use std::io::Read;
     let bad = |e: &dyn std::fmt::Display| {
-        (
+        Failure::new(
             exit::BAD_INPUT,
             format!("{}: not a seed corpus archive: {e}", path.display()),
         )
@@ -174,7 +175,7 @@ fn campaign(
         .file_name()
         .map_or("harness".into(), |n| n.to_string_lossy().into_owned());
     let mut options = Options::new(&name, work);
-    crate::store::ensure_dir(&options.corpus_dir).map_err(super::store_failure)?;
+    crate::store::ensure_dir(&options.corpus_dir).map_err(Failure::from)?;
     // -use_cmp=0: no comparison log (the dictionaries stay).
     options.cmplog = flags.use_cmp != Some(false);
     options.tokens = super::tokens::from_program(harness);
@@ -187,7 +188,7 @@ fn campaign(
         let input = lf::encode(&seed[..seed.len().min(max_len)]);
         let path = options.corpus_dir.join(sha1_hex(&input));
         dst_kernel::write_atomic(&path, &input)
-            .map_err(|e| (exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
+            .map_err(|e| Failure::new(exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
     }
     options.runs = flags.runs.and_then(|r| u64::try_from(r).ok());
     options.time = flags
@@ -214,25 +215,25 @@ fn campaign(
         json: false,
         quiet: false,
     };
-    crate::cli::campaign(make, &catalog, &options, 1, output).map_err(super::store_failure)?;
+    crate::cli::campaign(make, &catalog, &options, 1, output).map_err(Failure::from)?;
 
     if let Some(first) = corpus_dirs.first() {
-        for input in crate::store::load_corpus(&options.corpus_dir).map_err(super::store_failure)? {
+        for input in crate::store::load_corpus(&options.corpus_dir).map_err(Failure::from)? {
             let data = lf::decode(&input, max_len);
             let path = first.join(sha1_hex(&data));
             if !path.exists() {
-                dst_kernel::write_atomic(&path, &data)
-                    .map_err(|e| (exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
+                dst_kernel::write_atomic(&path, &data).map_err(|e| {
+                    Failure::new(exit::UNWRITABLE, format!("{}: {e}", path.display()))
+                })?;
             }
         }
     }
     let mut code = exit::OK;
-    let found =
-        crate::store::known_findings(&options.findings_dir).map_err(super::store_failure)?;
+    let found = crate::store::known_findings(&options.findings_dir).map_err(Failure::from)?;
     for finding in found {
         let dir = options.findings_dir.join(&finding);
         let input = std::fs::read(dir.join("input"))
-            .map_err(|e| (exit::INTERNAL, format!("{}: {e}", dir.display())))?;
+            .map_err(|e| Failure::new(exit::INTERNAL, format!("{}: {e}", dir.display())))?;
         let summary = dst_kernel::finding::read_summary(&dir);
         let timeout = matches!(
             summary.as_ref().map(|s| &s.signature),
@@ -251,7 +252,7 @@ fn campaign(
         let dst_input = sibling(&artifact, ".dst");
         for (path, bytes) in [(&artifact, &data), (&dst_input, &input)] {
             dst_kernel::write_atomic(path, bytes)
-                .map_err(|e| (exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
+                .map_err(|e| Failure::new(exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
         }
         let what = summary.map_or_else(|| finding.clone(), |s| s.signature.to_string());
         eprintln!("==ERROR: dst: {what}");

@@ -9,7 +9,6 @@
 //! - here: the command line (sharing [`crate::args`] with target binaries),
 //!   and calling a target binary with it.
 
-pub mod batch;
 pub mod build;
 pub mod cc;
 pub mod cmd;
@@ -28,6 +27,7 @@ use std::process::Command;
 use clap::{Args, Parser, Subcommand};
 
 use crate::args::{CampaignArgs, MinimizeArgs, ReplayArgs};
+use crate::ci::batch;
 use crate::exit;
 use build::FuzzCrate;
 use cmd::CmdArgs;
@@ -52,7 +52,7 @@ pub fn main(mut args: Vec<OsString>) -> i32 {
     };
     let code = match run(cli) {
         Ok(code) => code,
-        Err((code, message)) => {
+        Err(Failure { code, message }) => {
             eprintln!("cargo dst-fuzz: {message}");
             code
         }
@@ -98,7 +98,7 @@ impl Levels {
     /// flags at once are refused (clap refuses them first; this is the
     /// rule's one statement).
     pub fn selected(&self) -> Result<Option<Box<dyn Level>>, Failure> {
-        let given: Vec<Box<dyn Level>> = [
+        let mut given: Vec<Box<dyn Level>> = [
             self.cmd.level().map(|l| Box::new(l) as Box<dyn Level>),
             self.wasm
                 .level(&self.cmd.command)
@@ -111,17 +111,14 @@ impl Levels {
         .into_iter()
         .flatten()
         .collect();
-        match <[_; 0]>::try_from(given).map_err(|mut v: Vec<_>| (v.len(), v.pop(), v)) {
-            Ok([]) => Ok(None),
-            Err((1, one, _)) => Ok(one),
-            Err((_, last, rest)) => {
-                let flags: Vec<&str> = rest.iter().chain(&last).map(|l| l.flag()).collect();
-                Err((
-                    exit::USAGE,
-                    format!("one level at a time: {} were given", flags.join(" and ")),
-                ))
-            }
+        if given.len() > 1 {
+            let flags: Vec<&str> = given.iter().map(|l| l.flag()).collect();
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("one level at a time: {} were given", flags.join(" and ")),
+            ));
         }
+        Ok(given.pop())
     }
 }
 
@@ -289,8 +286,7 @@ pub enum Cmd {
     },
 }
 
-/// An exit status and the one line that says why.
-pub type Failure = (i32, String);
+pub use crate::exit::Failure;
 
 /// Runs a parsed command line; returns the exit status or why it failed.
 pub fn run(cli: Cli) -> Result<i32, Failure> {
@@ -320,7 +316,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 .into_iter()
                 .map(|dir| part(&FuzzCrate { dir }))
                 .collect();
-            let merged = crate::merge::merge(&part(&fuzz), &parts).map_err(store_failure)?;
+            let merged = crate::merge::merge(&part(&fuzz), &parts).map_err(Failure::from)?;
             eprintln!(
                 "dst-fuzz: merged {} part(s) into {name}: {} corpus entries and {} findings added, {} campaign(s) counted ({} merged before)",
                 parts.len(),
@@ -336,7 +332,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 let name = name.unwrap_or_else(|| level.name());
                 return campaign(&fuzz, &name, &*level, &args);
             }
-            let name = name.ok_or((exit::USAGE, "which target? `run NAME`".to_string()))?;
+            let name = name.ok_or(Failure::new(exit::USAGE, "which target? `run NAME`"))?;
             let binary = fuzz.build(&name)?;
             let mut flags: Vec<OsString> = vec!["fuzz".into()];
             flags.extend(fuzz.paths(&name));
@@ -356,18 +352,14 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             if ci.mode == crate::ci::Mode::Batch {
                 let targets: Vec<batch::Target> = match &level {
                     Some(level) => level.batch().ok_or_else(|| {
-                        (
-                            exit::USAGE,
-                            format!(
+                        Failure::new(exit::USAGE, format!(
                                 "ci --mode batch runs every target of the fuzz crate, or each program after --cmd --, not one {} target",
                                 level.flag()
                             ),
                         )
                     })?,
                     None if name.is_some() => {
-                        return Err((
-                            exit::USAGE,
-                            "ci --mode batch runs every target of the fuzz crate (no NAME), or each program after --cmd --".into(),
+                        return Err(Failure::new(exit::USAGE, "ci --mode batch runs every target of the fuzz crate (no NAME), or each program after --cmd --",
                         ));
                     }
                     None => fuzz
@@ -386,9 +378,9 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 let options = level.options(&fuzz, &name, &args);
                 let clients = |exec| level.clients(exec, timeout);
                 return crate::ci::code_change(exec, clients, &catalog, &options, &ci, args.json)
-                    .map_err(store_failure);
+                    .map_err(Failure::from);
             }
-            let name = name.ok_or((exit::USAGE, "which target? `ci NAME`".to_string()))?;
+            let name = name.ok_or(Failure::new(exit::USAGE, "which target? `ci NAME`"))?;
             let binary = fuzz.build(&name)?;
             let mut flags: Vec<OsString> = vec!["ci".into()];
             flags.extend(fuzz.paths(&name));
@@ -405,9 +397,9 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             let (name, file) = name_and_file(&args, level.as_deref(), "replay")?;
             if let Some(level) = level {
                 let mut exec = level.executor(replay.timeout())?;
-                let input = crate::store::read_input(&file).map_err(store_failure)?;
+                let input = crate::store::read_input(&file).map_err(Failure::from)?;
                 return crate::cli::replay_with(&mut exec, &input, replay.json)
-                    .map_err(store_failure);
+                    .map_err(Failure::from);
             }
             let binary = fuzz.build(&name)?;
             let mut flags: Vec<OsString> = vec!["replay".into(), file.into()];
@@ -424,7 +416,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
             if let Some(level) = level {
                 let mut exec = level.executor(minimize.timeout())?;
                 return crate::cli::minimize_with(&mut exec, &file, minimize.out, minimize.budget)
-                    .map_err(store_failure);
+                    .map_err(Failure::from);
             }
             let binary = fuzz.build(&name)?;
             let mut flags: Vec<OsString> = vec!["minimize".into(), file.into()];
@@ -445,9 +437,9 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 let dir = fuzz.findings(&name);
                 let html = html.as_deref().map(|page| (page, dir.as_path()));
                 return crate::cli::report_command(&fuzz.campaign(&name), &catalog, json, html)
-                    .map_err(store_failure);
+                    .map_err(Failure::from);
             }
-            let name = name.ok_or((exit::USAGE, "which target? `report NAME`".to_string()))?;
+            let name = name.ok_or(Failure::new(exit::USAGE, "which target? `report NAME`"))?;
             let binary = fuzz.build(&name)?;
             let mut args: Vec<OsString> = vec!["report".into(), "--campaign".into()];
             args.push(fuzz.campaign(&name).into());
@@ -502,12 +494,11 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
                 (Some(level), _) => level.catalog()?,
                 // Any binary linking libdst: its dst_catalog section,
                 // without running it.
-                (None, Some(path)) => {
-                    dst_executors::elf::catalog(path).map_err(|e| (exit::BAD_INPUT, e))?
-                }
+                (None, Some(path)) => dst_executors::elf::catalog(path)
+                    .map_err(|e| Failure::new(exit::BAD_INPUT, e))?,
                 (None, None) => {
                     let name =
-                        name.ok_or((exit::USAGE, "which target? `catalog NAME`".to_string()))?;
+                        name.ok_or(Failure::new(exit::USAGE, "which target? `catalog NAME`"))?;
                     let binary = fuzz.build(&name)?;
                     let mut args: Vec<OsString> = vec!["catalog".into()];
                     if json {
@@ -532,9 +523,10 @@ fn lincheck(
     let mut options = dst_oracles::CheckOptions::default();
     options.budget.timeout = timeout;
     let report = dst_oracles::lincheck_file_with(model, file, format, &options)
-        .map_err(|e| (exit::BAD_INPUT, e.to_string()))?;
+        .map_err(|e| Failure::new(exit::BAD_INPUT, e.to_string()))?;
     if json {
-        let text = serde_json::to_string(&report).map_err(|e| (exit::INTERNAL, e.to_string()))?;
+        let text = serde_json::to_string(&report)
+            .map_err(|e| Failure::new(exit::INTERNAL, e.to_string()))?;
         println!("{text}");
     } else {
         println!("{report}");
@@ -556,11 +548,11 @@ fn name_and_file(
     match (args, level) {
         ([file], Some(_)) => Ok((String::new(), PathBuf::from(file))),
         ([name, file], None) => Ok((name.clone(), PathBuf::from(file))),
-        (_, Some(level)) => Err((
+        (_, Some(level)) => Err(Failure::new(
             exit::USAGE,
             format!("with {}: {verb} FILE {}", level.flag(), level.target()),
         )),
-        (_, None) => Err((exit::USAGE, format!("{verb} NAME FILE"))),
+        (_, None) => Err(Failure::new(exit::USAGE, format!("{verb} NAME FILE"))),
     }
 }
 
@@ -581,11 +573,7 @@ fn campaign(
         quiet: args.quiet,
     };
     let make = level.clients(exec, timeout);
-    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(store_failure)
-}
-
-fn store_failure(err: crate::store::StoreError) -> Failure {
-    (err.exit_code(), err.to_string())
+    crate::cli::campaign(make, &catalog, &options, args.jobs, output).map_err(Failure::from)
 }
 
 /// Runs a target binary and passes its exit status on; a status the
@@ -596,7 +584,7 @@ fn call(name: &str, binary: &Path, args: &[OsString]) -> Result<i32, Failure> {
         .env_remove("DST_FUZZ_RUSTC_WRAPPER")
         .status()
         .map_err(|e| {
-            (
+            Failure::new(
                 exit::INTERNAL,
                 format!("cannot run {}: {e}", binary.display()),
             )
@@ -615,7 +603,7 @@ fn call(name: &str, binary: &Path, args: &[OsString]) -> Result<i32, Failure> {
         {
             Ok(code)
         }
-        other => Err((
+        other => Err(Failure::new(
             exit::SETUP_FAILED,
             format!(
                 "target {name} died before the explorer finished ({}): does it panic or crash while setting up, outside the fuzzed closure?",
@@ -761,7 +749,7 @@ mod tests {
             _ => panic!("not replay"),
         };
         levels.kvm.kvm = Some(PathBuf::from("g.elf"));
-        let Err((code, message)) = levels.selected() else {
+        let Err(Failure { code, message }) = levels.selected() else {
             panic!("two levels selected")
         };
         assert_eq!(code, exit::USAGE);
@@ -783,7 +771,8 @@ mod tests {
             name_and_file(&two, None, "replay").unwrap(),
             ("bank".to_string(), PathBuf::from("f"))
         );
-        let (code, message) = name_and_file(&two, level.as_deref(), "replay").unwrap_err();
+        let Failure { code, message } =
+            name_and_file(&two, level.as_deref(), "replay").unwrap_err();
         assert_eq!(code, exit::USAGE);
         assert_eq!(message, "with --cmd: replay FILE --cmd -- ./kv");
         assert_eq!(

@@ -9,9 +9,9 @@ use clap::Args;
 use dst_executors::Executor;
 use dst_executors::riscv::executor::{DEFAULT_BUDGET, Emulator};
 
-use super::Failure;
 use super::level::{Level, after_dashes};
 use crate::exit;
+use crate::exit::Failure;
 
 /// A static riscv64 Linux program to run on dst's emulator.
 #[derive(Args, Debug, Clone)]
@@ -78,6 +78,6 @@ impl Level for Program {
         argv.extend(self.args.iter().map(|a| a.to_string_lossy().into_owned()));
         Emulator::open(&self.path, &argv, self.instructions)
             .map(|e| Box::new(e) as Box<dyn Executor>)
-            .map_err(|e| (exit::BAD_INPUT, format!("{}: {e}", self.path.display())))
+            .map_err(|e| Failure::new(exit::BAD_INPUT, format!("{}: {e}", self.path.display())))
     }
 }

@@ -9,9 +9,9 @@ use clap::{Args, ValueEnum};
 use dst_executors::Executor;
 use dst_executors::wasm::{DEFAULT_FUEL, LoadError, Missing, Options as WasmOptions, Wasm};
 
-use super::Failure;
 use super::level::{Level, after_dashes, file_stem, shell_words};
 use crate::exit;
+use crate::exit::Failure;
 
 /// Whether `path` is a WebAssembly module: a `.wasm` or `.wat` file, or a
 /// file that starts with wasm's magic bytes.
@@ -105,8 +105,12 @@ impl Module {
         };
         let path = &self.path;
         Wasm::load(path, options).map_err(|e| match e {
-            LoadError::BadModule(m) => (exit::BAD_INPUT, format!("{}: {m}", path.display())),
-            LoadError::StartFailed(m) => (exit::SETUP_FAILED, format!("{}: {m}", path.display())),
+            LoadError::BadModule(m) => {
+                Failure::new(exit::BAD_INPUT, format!("{}: {m}", path.display()))
+            }
+            LoadError::StartFailed(m) => {
+                Failure::new(exit::SETUP_FAILED, format!("{}: {m}", path.display()))
+            }
         })
     }
 }

@@ -28,7 +28,7 @@ use libafl_bolts::Named;
 use libafl_bolts::rands::Rand;
 use libafl_bolts::tuples::NamedTuple;
 
-use super::client::State;
+use super::State;
 
 /// Executions per corpus entry, at most (as LibAFL's mutational stage).
 const MAX_ITERATIONS: NonZeroUsize = NonZeroUsize::new(128).unwrap();
@@ -97,4 +97,4 @@ where
     }
 }
 
-super::stages::always_restartable!(ChainStage<M>, for <M>);
+super::always_restartable!(ChainStage<M>, for <M>);

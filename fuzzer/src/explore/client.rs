@@ -33,19 +33,15 @@ use libafl_bolts::tuples::{Merge, tuple_list};
 use super::chain::{self, ChainStage};
 use super::schedule::{Sched, WeighStage};
 use super::stages::{FindingStage, Progress, SaveStage};
-use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, Summary};
-use crate::feedback::{
+use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, State, Summary};
+use crate::explore::feedback::{
     CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
     SpansFeedback, Target, classify_counts,
 };
-use crate::mutators::{
+use crate::explore::mutators::{
     BufferHavoc, ChangeDecision, FitSteps, KeepSeed, SpliceDecisions, ZeroDecisions, has_buffer,
 };
 use crate::store::{self, StoreError};
-
-/// The LibAFL state of one client.
-pub(crate) type State =
-    StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
 /// What a client needs of its LibAFL event manager (the simple one for a
 /// single client, the LLMP restarting one under the launcher).
@@ -119,7 +115,7 @@ fn client_inner<EM: ClientManager>(
     campaign_file: &Path,
 ) -> Result<Summary, StoreError> {
     let started = Instant::now();
-    crate::mutators::new_campaign();
+    crate::explore::mutators::new_campaign();
     let executions_before = campaign.executions;
     store::ensure_dir(&options.corpus_dir)?;
     store::ensure_dir(&options.findings_dir)?;
@@ -423,7 +419,7 @@ fn client_inner<EM: ClientManager>(
         executions: *state.executions(),
         seconds: started.elapsed().as_secs_f64(),
         corpus: state.corpus().count(),
-        edges: crate::monitor::covered(&state),
+        edges: crate::explore::monitor::covered(&state),
         findings,
         campaign,
     })

@@ -32,8 +32,8 @@ use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 use libafl_bolts::Named;
 
-use super::client::State;
-use crate::feedback::SharedTarget;
+use super::State;
+use crate::explore::feedback::SharedTarget;
 
 /// Executions one corpus entry's comparisons may spend.
 pub const BUDGET: usize = 256;
@@ -209,7 +209,7 @@ where
                 .map(|d| d.offset as usize + usize::from(d.width));
             // The operands may come from the input's random tail: write out
             // the bytes the run read, so they can be found and replaced.
-            crate::mutators::ensure_explicit(&mut input, used.max().unwrap_or(0));
+            crate::explore::mutators::ensure_explicit(&mut input, used.max().unwrap_or(0));
             let lengths: Vec<(usize, u64)> = decisions
                 .iter()
                 .filter(|d| d.kind == Kind::Length as u8 && d.width == 4)
@@ -231,7 +231,7 @@ where
     }
 }
 
-super::stages::always_restartable!(InputToStateStage);
+super::always_restartable!(InputToStateStage);
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@
 //! - `client`: one client's LibAFL fuzzer. Its harness runs the target
 //!   through the kernel's [`Executor`]; observers: the executor's edge and
 //!   decision maps (their counts bucketed by the harness) and the property
-//!   observer (`crate::feedback`); feedbacks: new edges, new decision
+//!   observer (`crate::explore::feedback`); feedbacks: new edges, new decision
 //!   values, property novelty; objective: a new failure signature. Stages:
 //!   chained havoc and the decision-aware mutators (`chain`), then `stages`.
 //! - `stages`: turning new solutions into findings (the kernel's
@@ -26,6 +26,9 @@
 mod chain;
 mod client;
 mod cmplog;
+pub(crate) mod feedback;
+pub(crate) mod monitor;
+pub(crate) mod mutators;
 mod net;
 mod parallel;
 mod restart;
@@ -34,6 +37,39 @@ mod stages;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The LibAFL state of one client.
+pub(crate) type State = libafl::state::StdState<
+    libafl::corpus::InMemoryCorpus<libafl::inputs::BytesInput>,
+    libafl::inputs::BytesInput,
+    libafl_bolts::rands::StdRand,
+    libafl::corpus::InMemoryCorpus<libafl::inputs::BytesInput>,
+>;
+
+/// A stage LibAFL may always run again after a restart: it keeps no
+/// progress of its own.
+macro_rules! always_restartable {
+    ($stage:ty $(, for <$($generic:ident),*>)?) => {
+        impl$(<$($generic),*>)? libafl::stages::Restartable<$crate::explore::State>
+            for $stage
+        {
+            fn should_restart(
+                &mut self,
+                _state: &mut $crate::explore::State,
+            ) -> Result<bool, libafl::Error> {
+                Ok(true)
+            }
+
+            fn clear_progress(
+                &mut self,
+                _state: &mut $crate::explore::State,
+            ) -> Result<(), libafl::Error> {
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use always_restartable;
 
 use dst::catalog::SiteInfo;
 use dst_kernel::finding::FindingSummary;

@@ -8,7 +8,8 @@ use dst::catalog::SiteInfo;
 use dst_kernel::{Campaign, Executor, finding};
 use libafl::inputs::BytesInput;
 
-use super::client::{State, client};
+use super::State;
+use super::client::client;
 use super::net::{self, Bridge, Net, Parent, Peers};
 use super::{Options, Summary, restart};
 use crate::store::{self, StoreError};
@@ -128,9 +129,9 @@ pub fn explore_parallel<E: Executor + 'static>(
         None => 0,
     };
     let cores = Cores::from(restart::cores_for(clients));
-    let totals = Arc::new(Mutex::new(crate::monitor::Totals::default()));
-    let nodes = Arc::new(crate::monitor::Nodes::default());
-    let mut monitor = crate::monitor::StatusMonitor::new(options.status, totals.clone());
+    let totals = Arc::new(Mutex::new(crate::explore::monitor::Totals::default()));
+    let nodes = Arc::new(crate::explore::monitor::Nodes::default());
+    let mut monitor = crate::explore::monitor::StatusMonitor::new(options.status, totals.clone());
     if options.net.is_some() {
         monitor = monitor.with_nodes(nodes.clone());
     }
@@ -170,7 +171,7 @@ pub fn explore_parallel<E: Executor + 'static>(
                 setup_restarting_mgr_llmp(
                     broker_shmem.clone(),
                     EventConfig::AlwaysUnique,
-                    None::<crate::monitor::StatusMonitor>,
+                    None::<crate::explore::monitor::StatusMonitor>,
                     port,
                     ManagerKind::Client {
                         client_description: description,
@@ -255,8 +256,8 @@ fn run_broker<SP, MT>(
     public: Option<std::net::TcpListener>,
     restarters: &restart::Restarters,
     stop_on_finding: bool,
-    nodes: &crate::monitor::Nodes,
-    totals: &std::sync::Mutex<crate::monitor::Totals>,
+    nodes: &crate::explore::monitor::Nodes,
+    totals: &std::sync::Mutex<crate::explore::monitor::Totals>,
 ) -> Result<(), libafl::Error>
 where
     SP: libafl_bolts::shmem::ShMemProvider,

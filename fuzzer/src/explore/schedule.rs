@@ -15,7 +15,7 @@ use libafl::stages::Stage;
 use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 
-use super::client::State;
+use super::State;
 use libafl::schedulers::powersched::{BaseSchedule, PowerSchedule};
 use libafl::schedulers::{QueueScheduler, Scheduler};
 use libafl_bolts::tuples::MatchName;
@@ -145,7 +145,7 @@ impl<E, EM, Z> Stage<E, EM, State, Z> for WeighStage {
     }
 }
 
-super::stages::always_restartable!(WeighStage);
+super::always_restartable!(WeighStage);
 
 #[cfg(test)]
 mod tests {

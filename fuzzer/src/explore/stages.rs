@@ -18,8 +18,8 @@ use libafl::state::{HasCorpus, HasExecutions, HasSolutions};
 use libafl::{Error, HasMetadata};
 
 use super::Options;
-use super::client::State;
-use crate::feedback::{CampaignMeta, SeenSignatures, SharedTarget, SolutionSignature};
+use super::{State, always_restartable};
+use crate::explore::feedback::{CampaignMeta, SeenSignatures, SharedTarget, SolutionSignature};
 use crate::store::{self, StoreError};
 
 /// What the stages learned, for the loop and for each other.
@@ -72,7 +72,7 @@ impl Progress {
         let point = crate::stats::Point {
             executions,
             exec_per_sec: rate,
-            edges: crate::monitor::covered(state),
+            edges: crate::explore::monitor::covered(state),
             corpus: state.corpus().count(),
             passing,
             failing,
@@ -244,31 +244,6 @@ impl FindingStage {
 
 always_restartable!(FindingStage);
 
-/// A stage LibAFL may always run again after a restart: it keeps no
-/// progress of its own.
-macro_rules! always_restartable {
-    ($stage:ty $(, for <$($generic:ident),*>)?) => {
-        impl$(<$($generic),*>)? libafl::stages::Restartable<$crate::explore::client::State>
-            for $stage
-        {
-            fn should_restart(
-                &mut self,
-                _state: &mut $crate::explore::client::State,
-            ) -> Result<bool, libafl::Error> {
-                Ok(true)
-            }
-
-            fn clear_progress(
-                &mut self,
-                _state: &mut $crate::explore::client::State,
-            ) -> Result<(), libafl::Error> {
-                Ok(())
-            }
-        }
-    };
-}
-pub(super) use always_restartable;
-
 /// Once a second: saves new corpus entries and the campaign, sends the
 /// statistics to the monitor, and prints the status line if asked.
 pub(super) struct SaveStage {
@@ -320,8 +295,8 @@ impl SaveStage {
             .map_err(StoreError::libafl)?
             .campaign;
         store::save_campaign(campaign, &self.campaign_file)?;
-        let edges = crate::monitor::covered(state);
-        let stats = crate::monitor::user_stats(campaign, edges, progress.known.len());
+        let edges = crate::explore::monitor::covered(state);
+        let stats = crate::explore::monitor::user_stats(campaign, edges, progress.known.len());
         let rate = (executions - self.last_executions) as f64 / self.last.elapsed().as_secs_f64();
         progress.record(
             state,

@@ -34,7 +34,9 @@
 //! atomically); nothing is deleted.
 //!
 //! `--mode batch` runs every target, one code-change job each; the driver
-//! runs it (`driver::batch`).
+//! runs it (`ci::batch`).
+
+pub mod batch;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -238,7 +240,7 @@ where
         Mode::Prune => return prune(exec, catalog, options, json_out),
         Mode::Merge => return merge(exec, catalog, options, &ci.from, json_out),
         Mode::Batch => {
-            // The driver runs a batch (`driver::batch`), one code-change
+            // The driver runs a batch (`batch`), one code-change
             // job per target.
             eprintln!(
                 "dst-fuzz: ci --mode batch takes the fuzz crate's targets or --cmd programs, not one target"

@@ -1,6 +1,8 @@
 //! The property table: every catalog property with its kind, status, counts
 //! and first example or counterexample.
 
+pub mod html;
+
 use dst::catalog::SiteInfo;
 use dst_kernel::campaign::hex;
 use dst_kernel::{Campaign, Status};
@@ -113,7 +115,7 @@ pub fn print_catalog(sites: &[SiteInfo], as_json: bool) {
 /// resolved findings apart.
 const REPORTED: &str = "reported.json";
 
-/// The document [`crate::html::render`] draws for a campaign: the verdict,
+/// The document [`crate::report::html::render`] draws for a campaign: the verdict,
 /// the property table, every finding in `findings_dir` (explained, with
 /// its replay and debugger commands; new or known against the last
 /// report), the findings resolved since, and the series in `stats_dir`.

@@ -31,7 +31,7 @@ use libafl::{Error, HasMetadata};
 use libafl_bolts::Named;
 use libafl_bolts::rands::Rand;
 
-use crate::feedback::DecisionSpans;
+use crate::explore::feedback::DecisionSpans;
 
 /// The current testcase's decision spans, and where its PCT expected
 /// length is (`Kind::Steps`), looked up once per corpus entry: a stage

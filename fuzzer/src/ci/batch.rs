@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::Failure;
 use crate::args::CampaignArgs;
 use crate::ci::{CiArgs, Mode};
 use crate::exit;
+use crate::exit::Failure;
 
 /// One target of a batch: its name, and the flags that name it to `ci`.
 pub struct Target {
@@ -62,17 +62,17 @@ pub fn run(
     ci: &CiArgs,
 ) -> Result<i32, Failure> {
     if targets.is_empty() {
-        return Err((exit::USAGE, "ci --mode batch: no targets".into()));
+        return Err(Failure::new(exit::USAGE, "ci --mode batch: no targets"));
     }
     let me = std::env::current_exe().map_err(|e| {
-        (
+        Failure::new(
             exit::INTERNAL,
             format!("cannot find cargo-dst-fuzz itself: {e}"),
         )
     })?;
     let work = std::env::temp_dir().join(format!("dst-batch-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| {
-        (
+        Failure::new(
             exit::UNWRITABLE,
             format!("cannot make {}: {e}", work.display()),
         )
@@ -134,7 +134,9 @@ fn run_in(
         let output = command
             .stderr(std::process::Stdio::inherit())
             .output()
-            .map_err(|e| (exit::INTERNAL, format!("cannot run {}: {e}", me.display())))?;
+            .map_err(|e| {
+                Failure::new(exit::INTERNAL, format!("cannot run {}: {e}", me.display()))
+            })?;
         let code = output.status.code().unwrap_or(exit::INTERNAL);
         let summary: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
         match code {
@@ -184,7 +186,7 @@ fn run_in(
 
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
     dst_kernel::write_atomic(path, text.as_bytes()).map_err(|e| {
-        (
+        Failure::new(
             exit::UNWRITABLE,
             format!("cannot write {}: {e}", path.display()),
         )
