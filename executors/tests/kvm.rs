@@ -104,6 +104,7 @@ fn guest_with(name: &str, source: &str, region: &str) -> std::path::PathBuf {
         .arg(&include)
         .arg(&c)
         .arg(&rt)
+        .arg(dst_executors::kvm::build::build_core(&dir).expect("the runtime's core builds"))
         .arg("-o")
         .arg(&out)
         .status()

@@ -1,6 +1,7 @@
 //! The KVM guest runtime's region code (`sdk-c/guest/dst_kvm.c`, built
-//! with the `dst_region.h` the executor generates) against the Rust run
-//! protocol (`dst::protocol::Recorder`), without /dev/kvm: the runtime is
+//! with the `dst_region.h` the executor generates, and the dst-core crate
+//! it links as every guest does) against the Rust run protocol
+//! (`dst::protocol::Recorder`), without /dev/kvm: the runtime is
 //! compiled natively (`DST_KVM_NATIVE_TEST`) into a harness that takes
 //! decisions and evaluates assertions on a region image the test wrote,
 //! logging each call; the test replays the same calls through a recorder
@@ -126,6 +127,7 @@ fn harness(dir: &Path) -> PathBuf {
         .arg(dir)
         .arg(dir.join("harness.c"))
         .arg(root().join("sdk-c/guest/dst_kvm.c"))
+        .arg(dst_executors::kvm::build::build_core(dir).expect("the runtime's core builds"))
         .arg("-o")
         .arg(&out)
         .status()

@@ -8,12 +8,15 @@
  *
  * The region is in guest memory (at DST_REGION, laid out as everywhere
  * else: `dst::region`, whose layout and constants this file takes from
- * the generated `dst_region.h`), so the common case needs no exit: a decision whose
- * bytes are explicit in the input is taken here (the record, the cursor,
- * the decision coverage and the trace hash written as the SDK writes
- * them), past them from the stream's tail (the SDK's ChaCha8 bytes, which
- * the executor writes at DST_TAIL before each run), and an assertion is
- * counted here; only what needs the host is a hypercall: a decision past
+ * the generated `dst_region.h`), so the common case needs no exit: a
+ * decision whose bytes are explicit in the input is taken here, past them
+ * from the stream's tail (the SDK's ChaCha8 bytes, which the executor
+ * writes at DST_TAIL before each run), and an assertion is counted here,
+ * both by the dst-core crate's code compiled into the guest
+ * (`dst_core_decide`, `dst_core_evaluate`: the record, the cursor, the
+ * decision coverage, the trace hash and the site state written by the
+ * code the SDK writes them with); only what needs the host is a
+ * hypercall: a decision past
  * the tail provided, any decision or assertion of a run that is being
  * explained or recorded (its flags are set: site texts, events), and the
  * report of an assertion's first failure (its details).
@@ -70,99 +73,33 @@ long dst__test_hc(long n, long a, long b, long c, long d, long e, long f);
 #define DST_TAIL ((const uint8_t *)DST_TAIL_AT)
 #endif
 
-static uint8_t *dst__at(uint64_t offset) { return (uint8_t *)DST_REGION + offset; }
-
 /* Whether this run is plain (not explained, not recorded): then the
  * runtime writes the region itself. */
 static int dst__plain(void) { return DST_REGION->flags == 0; }
 
-static uint32_t dst__fnv32(uint32_t h, const void *bytes, size_t n) {
-    const uint8_t *b = bytes;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * (uint32_t)DST_FNV32_PRIME;
-    return h;
-}
+/* The protocol's writes, compiled from the dst-core crate into this
+ * guest (`dst_core::guest`): the same code the dst crate runs natively. */
+extern bool dst_core_decide(volatile struct dst__header *region, const uint8_t *tail,
+                            uint64_t tail_len, uint8_t kind, uint32_t site, uint32_t width,
+                            uint64_t modulus, uint64_t *value);
+extern bool dst_core_evaluate(volatile struct dst__header *region, uint64_t index, uint16_t kind,
+                              bool condition, bool numeric, double left, double right);
+extern uint32_t dst_core_site_hash(const char *file, uint32_t line);
+extern uint32_t dst_core_below_width(uint64_t n);
 
-static size_t dst__strlen(const char *s) {
-    size_t n = 0;
-    while (s[n]) n++;
-    return n;
-}
-
-/* `dst::catalog::site_hash(file, line, 0)`. */
-static uint32_t dst__site_hash(const char *file, uint32_t line) {
-    uint32_t column = 0;
-    uint32_t h = dst__fnv32((uint32_t)DST_FNV32_OFFSET, file, dst__strlen(file));
-    h = dst__fnv32(h, &line, 4);
-    return dst__fnv32(h, &column, 4);
-}
-
-/* Takes the next `width` bytes of the decision stream (the input's
- * explicit bytes, then the tail) as one decision of `kind` at `site`;
- * writes its value to *value. 0 when the host must take it. */
+/* Takes the next `width` bytes of the decision stream as one decision of
+ * `kind` at `site`; 0 when the host must take it. */
 static int dst__decide(uint8_t kind, uint32_t site, unsigned width, uint64_t modulus,
                        uint64_t *value) {
-    volatile struct dst__header *r = DST_REGION;
-    uint64_t len = r->input_len, cursor = r->cursor;
-    uint64_t explicit_len = len > DST_SEED_BYTES ? len - DST_SEED_BYTES : 0;
-    if (!dst__plain() || cursor + width > explicit_len + DST_TAIL_BYTES) return 0;
-    const uint8_t *input = dst__at(r->input_offset) + DST_SEED_BYTES;
-    uint8_t bytes[8];
-    uint64_t v = 0;
-    for (unsigned i = 0; i < width; i++) {
-        uint64_t at = cursor + i;
-        bytes[i] = at < explicit_len ? input[at] : DST_TAIL[at - explicit_len];
-        v = v << 8 | bytes[i];
-    }
-    switch (kind) {
-    case DST_BELOW: v %= modulus; break;
-    case DST_BOOL: v = bytes[0] & 1; break;
-    case DST_FAULT: v = bytes[0] >= DST_FAULT_THRESHOLD; break;
-    default: break;
-    }
-    r->cursor = cursor + width;
-    uint64_t index = r->decisions;
-    if (index < r->decisions_capacity) {
-        struct dst__decision *d = (struct dst__decision *)dst__at(r->decisions_offset) + index;
-        d->offset = cursor;
-        d->value = v;
-        d->site = site;
-        d->width = (uint16_t)width;
-        d->kind = kind;
-        d->_reserved = 0;
-    }
-    r->decisions = index + 1;
-    /* Decision coverage (`RegionRef::count_decision`). */
-    uint64_t size = r->coverage_size;
-    if (size) {
-        uint64_t bucket = v < 16 ? v : 16 + (64 - (uint64_t)__builtin_clzll(v));
-        uint64_t window = size < DST_DECISION_WINDOW ? size : DST_DECISION_WINDOW;
-        if (window >= 4) window -= window / 4;
-        uint64_t slot = ((uint64_t)site ^ ((bucket * 0x9E3779B97F4A7C15ull) >> 32)) % window;
-        uint8_t *counter = dst__at(r->coverage_offset) + slot;
-        *counter = (uint8_t)(*counter + 1);
-    }
-    /* The trace hash (`region::trace_hash_step`). */
-    uint64_t h = r->trace_hash;
-    uint64_t words[2] = {(uint64_t)kind << 32 | site, v};
-    for (int i = 0; i < 2; i++) {
-        h = (h ^ words[i]) * DST_FNV64_PRIME;
-        h ^= h >> 29;
-    }
-    r->trace_hash = h;
-    *value = v;
-    return 1;
-}
-
-/* Bytes a below(n) decision consumes (`decision::below_width`). */
-static unsigned dst__below_width(uint64_t n) {
-    return n <= 1 ? 0 : (unsigned)((64 - __builtin_clzll(n - 1) + 7) / 8);
+    return dst_core_decide(DST_REGION, DST_TAIL, DST_TAIL_BYTES, kind, site, width, modulus,
+                           value);
 }
 
 /* The site id of a call site, cached in *slot as libdst caches it. */
 static uint32_t dst__call_site(const char *file, uint32_t line, uint32_t *slot) {
     if (!file) return 0;
     if (slot && *slot) return *slot;
-    uint32_t id = dst__site_hash(file, line);
+    uint32_t id = dst_core_site_hash(file, line);
     if (slot) *slot = id;
     return id;
 }
@@ -186,43 +123,6 @@ static uint64_t dst__index(const struct dst_site *site, uint32_t *slot) {
     }
     *slot = (uint32_t)(index + 1);
     return index;
-}
-
-static int dst__fails_on(uint16_t kind, bool condition) {
-    switch (kind) {
-    case DST_KIND_ALWAYS: case DST_KIND_ALWAYS_OR_UNREACHABLE: case DST_KIND_ALWAYS_GT:
-    case DST_KIND_ALWAYS_GE: case DST_KIND_ALWAYS_LT: case DST_KIND_ALWAYS_LE:
-        return !condition;
-    case DST_KIND_UNREACHABLE: return 1;
-    default: return 0;
-    }
-}
-
-/* One evaluation (`runtime::evaluate`): counts, guidance, first failure.
- * Returns whether the host must report it (its first failure of this run). */
-static int dst__evaluate(uint64_t index, uint16_t kind, bool condition, double score,
-                         int has_score) {
-    volatile struct dst__header *r = DST_REGION;
-    if (index >= r->sites_capacity) {
-        r->status |= DST_STATUS_SITES_OVERFLOW;
-        return 0;
-    }
-    struct dst__site_state *state = (struct dst__site_state *)dst__at(r->sites_offset) + index;
-    state->evaluations++;
-    uint32_t polarity = DST_SITE_FALSE;
-    if (condition) {
-        state->true_count++;
-        polarity = DST_SITE_TRUE;
-    }
-    uint32_t previous = state->flags;
-    state->flags = previous | DST_SITE_HIT | polarity;
-    if (has_score) {
-        union { double d; uint64_t u; } best = {.u = state->guidance}, now = {.d = score};
-        if (score < best.d) state->guidance = now.u;
-    }
-    int failed = dst__fails_on(kind, condition);
-    if (failed && r->first_failure == 0) r->first_failure = index + 1;
-    return failed && !(previous & polarity);
 }
 
 #ifdef DST_KVM_NATIVE_TEST
@@ -280,6 +180,12 @@ void *memset(void *dst, int c, size_t n) {
     return dst;
 }
 
+size_t strlen(const char *s) {
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
 int memcmp(const void *a, const void *b, size_t n) {
     const unsigned char *x = a, *y = b;
     for (; n; n--, x++, y++)
@@ -317,7 +223,7 @@ void dst_assert_site(const struct dst_site *site, uint32_t *slot, bool condition
                      const char *details_json) {
     if (dst__plain()) {
         uint64_t index = dst__index(site, slot);
-        if (!dst__evaluate(index, site->kind, condition, 0, 0)) return;
+        if (!dst_core_evaluate(DST_REGION, index, site->kind, condition, 0, 0, 0)) return;
         /* A first failure: the host reports it, with its details. */
         dst__hc(DST_CALL_REPORT, (long)index, condition, (long)details_json, 0, 0, 0);
         return;
@@ -329,13 +235,7 @@ void dst_assert_cmp_site(const struct dst_site *site, uint32_t *slot, bool condi
                          double left, double right, const char *details_json) {
     if (dst__plain()) {
         uint64_t index = dst__index(site, slot);
-        double distance = left - right;
-        uint16_t k = site->kind;
-        double score = (k == DST_KIND_SOMETIMES_GT || k == DST_KIND_SOMETIMES_GE ||
-                        k == DST_KIND_ALWAYS_LT || k == DST_KIND_ALWAYS_LE)
-                           ? -distance
-                           : distance;
-        if (!dst__evaluate(index, k, condition, score, 1)) return;
+        if (!dst_core_evaluate(DST_REGION, index, site->kind, condition, 1, left, right)) return;
         dst__hc(DST_CALL_REPORT, (long)index, condition, (long)details_json, 1, dst__bits(left),
                 dst__bits(right));
         return;
@@ -352,7 +252,7 @@ uint64_t dst_random_u64_at(const char *file, uint32_t line, uint32_t *slot) {
 
 uint64_t dst_random_below_at(uint64_t n, const char *file, uint32_t line, uint32_t *slot) {
     uint64_t v;
-    unsigned width = dst__below_width(n);
+    unsigned width = dst_core_below_width(n);
     if (width == 0) return 0;
     if (dst__decide(DST_BELOW, dst__call_site(file, line, slot), width, n, &v)) return v;
     return (uint64_t)dst__hc(DST_CALL_RANDOM_BELOW, (long)n, (long)file, line, 0, 0, 0);
@@ -366,7 +266,7 @@ bool dst_random_bool_at(const char *file, uint32_t line, uint32_t *slot) {
 
 bool dst_fault_at(const char *name, const char *file, uint32_t line) {
     uint64_t v;
-    if (name && dst__decide(DST_FAULT, dst__site_hash(name, 0), 1, 0, &v)) return v != 0;
+    if (name && dst__decide(DST_FAULT, dst_core_site_hash(name, 0), 1, 0, &v)) return v != 0;
     return dst__hc(DST_CALL_FAULT, (long)name, (long)file, line, 0, 0, 0) != 0;
 }
 

@@ -28,111 +28,7 @@ pub static CATALOG: [Site];
 #[cfg(target_family = "wasm")]
 pub static CATALOG: [Site; 0] = [];
 
-/// What an assertion (or fault point) claims.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    Always,
-    AlwaysOrUnreachable,
-    Sometimes,
-    Reachable,
-    Unreachable,
-    AlwaysGreaterThan,
-    AlwaysGreaterThanOrEqualTo,
-    AlwaysLessThan,
-    AlwaysLessThanOrEqualTo,
-    SometimesGreaterThan,
-    SometimesGreaterThanOrEqualTo,
-    SometimesLessThan,
-    SometimesLessThanOrEqualTo,
-    AlwaysSome,
-    SometimesAll,
-    /// A `dst::fault!` point: not a property, listed so reports can name it.
-    Fault,
-}
-
-/// How a kind is judged over a campaign.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
-    /// True every time; must be reached at least once.
-    Always,
-    /// True every time; never reaching it is fine.
-    AlwaysOrUnreachable,
-    /// True at least once.
-    Sometimes,
-    /// Must be reached.
-    Reachable,
-    /// Must never be reached.
-    Unreachable,
-    /// Not a property.
-    None,
-}
-
-impl Kind {
-    pub fn claim(self) -> Claim {
-        use Kind::*;
-        match self {
-            Always
-            | AlwaysGreaterThan
-            | AlwaysGreaterThanOrEqualTo
-            | AlwaysLessThan
-            | AlwaysLessThanOrEqualTo
-            | AlwaysSome => Claim::Always,
-            AlwaysOrUnreachable => Claim::AlwaysOrUnreachable,
-            Sometimes
-            | SometimesGreaterThan
-            | SometimesGreaterThanOrEqualTo
-            | SometimesLessThan
-            | SometimesLessThanOrEqualTo
-            | SometimesAll => Claim::Sometimes,
-            Reachable => Claim::Reachable,
-            Unreachable => Claim::Unreachable,
-            Fault => Claim::None,
-        }
-    }
-
-    /// Whether one evaluation with this condition breaks the property.
-    /// (For reachable and unreachable the condition is "reached", so `true`.)
-    #[inline]
-    pub fn fails_on(self, condition: bool) -> bool {
-        match self.claim() {
-            Claim::Always | Claim::AlwaysOrUnreachable => !condition,
-            Claim::Unreachable => true,
-            _ => false,
-        }
-    }
-
-    /// Whether the property must be reached in a campaign (Antithesis' `must_hit`).
-    pub fn must_hit(self) -> bool {
-        matches!(
-            self.claim(),
-            Claim::Always | Claim::Sometimes | Claim::Reachable
-        )
-    }
-
-    /// The snake_case name used in JSON and reports.
-    pub fn name(self) -> &'static str {
-        use Kind::*;
-        match self {
-            Always => "always",
-            AlwaysOrUnreachable => "always_or_unreachable",
-            Sometimes => "sometimes",
-            Reachable => "reachable",
-            Unreachable => "unreachable",
-            AlwaysGreaterThan => "always_greater_than",
-            AlwaysGreaterThanOrEqualTo => "always_greater_than_or_equal_to",
-            AlwaysLessThan => "always_less_than",
-            AlwaysLessThanOrEqualTo => "always_less_than_or_equal_to",
-            SometimesGreaterThan => "sometimes_greater_than",
-            SometimesGreaterThanOrEqualTo => "sometimes_greater_than_or_equal_to",
-            SometimesLessThan => "sometimes_less_than",
-            SometimesLessThanOrEqualTo => "sometimes_less_than_or_equal_to",
-            AlwaysSome => "always_some",
-            SometimesAll => "sometimes_all",
-            Fault => "fault",
-        }
-    }
-}
+pub use dst_core::kind::{Claim, Kind};
 
 /// One site, as placed in the catalog by a macro.
 #[derive(Debug)]
@@ -333,11 +229,7 @@ pub fn sites() -> Vec<SiteInfo> {
 
 /// A stable 32-bit id for a source location (FNV-1a), usable in `const`.
 pub const fn site_hash(file: &str, line: u32, column: u32) -> u32 {
-    crate::hash::Fnv32::new()
-        .write(file.as_bytes())
-        .write(&line.to_le_bytes())
-        .write(&column.to_le_bytes())
-        .finish()
+    crate::hash::site_hash(file.as_bytes(), line, column)
 }
 
 /// The [`Site`] of the enclosing macro expansion.
@@ -503,26 +395,7 @@ pub mod c {
 
     /// The kind numbers of `dst.h` (`DST_KIND_*`).
     pub fn kind(number: u16) -> Option<Kind> {
-        use Kind::*;
-        Some(match number {
-            1 => Always,
-            2 => AlwaysOrUnreachable,
-            3 => Sometimes,
-            4 => Reachable,
-            5 => Unreachable,
-            6 => AlwaysGreaterThan,
-            7 => AlwaysGreaterThanOrEqualTo,
-            8 => AlwaysLessThan,
-            9 => AlwaysLessThanOrEqualTo,
-            10 => SometimesGreaterThan,
-            11 => SometimesGreaterThanOrEqualTo,
-            12 => SometimesLessThan,
-            13 => SometimesLessThanOrEqualTo,
-            14 => AlwaysSome,
-            15 => SometimesAll,
-            16 => Fault,
-            _ => return None,
-        })
+        Kind::from_c(number)
     }
 
     /// One parsed record and where it starts in the section.

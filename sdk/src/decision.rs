@@ -47,43 +47,9 @@
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 
-/// Bytes of the tail seed at the start of every input.
-pub const SEED_BYTES: usize = 8;
-/// A fault byte at or above this value fires the fault.
-pub const FAULT_THRESHOLD: u8 = 0xF0;
+pub use dst_core::decision::{FAULT_THRESHOLD, Kind, SEED_BYTES, Value, be_value, below_width};
 const TAIL_BLOCK: usize = 64;
-
-/// What a decision was for; stored as `u8` in `DecisionRecord::kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u8)]
-pub enum Kind {
-    U64 = 1,
-    Below = 2,
-    Bool = 3,
-    Choose = 4,
-    Fill = 5,
-    Fault = 6,
-    RngU32 = 7,
-    RngU64 = 8,
-    RngFill = 9,
-    /// Which runnable thread runs next (0: the current one keeps running).
-    Schedule = 10,
-    /// The scheduling strategy of a run (0: direct choices).
-    Strategy = 11,
-    /// A thread's priority (PCT, POS) or a site's (site priorities).
-    Priority = 12,
-    /// Where a PCT priority change point falls among the run's contested
-    /// steps (two bytes: a fraction of the expected count).
-    Change = 13,
-    /// The length of the buffer decided next (a libFuzzer harness's input).
-    Length = 14,
-    /// The contested steps a PCT run expects (one byte, [`steps_of`]); the
-    /// explorer writes the last run's count here ([`steps_code`]).
-    Steps = 15,
-}
 
 /// The contested-step count a [`Kind::Steps`] byte stands for: bytes below
 /// 128 count exactly (1 to 128: most runs are short, so a random byte
@@ -102,51 +68,6 @@ pub fn steps_code(steps: u64) -> u8 {
     (0..=255u8).find(|&c| steps_of(c) >= steps).unwrap_or(255)
 }
 
-impl Kind {
-    pub fn from_u8(byte: u8) -> Option<Kind> {
-        use Kind::*;
-        Some(match byte {
-            1 => U64,
-            2 => Below,
-            3 => Bool,
-            4 => Choose,
-            5 => Fill,
-            6 => Fault,
-            7 => RngU32,
-            8 => RngU64,
-            9 => RngFill,
-            10 => Schedule,
-            11 => Strategy,
-            12 => Priority,
-            13 => Change,
-            14 => Length,
-            15 => Steps,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        use Kind::*;
-        match self {
-            U64 => "u64",
-            Below => "below",
-            Bool => "bool",
-            Choose => "choose",
-            Fill => "fill",
-            Fault => "fault",
-            RngU32 => "rng_u32",
-            RngU64 => "rng_u64",
-            RngFill => "rng_fill",
-            Schedule => "schedule",
-            Strategy => "strategy",
-            Priority => "priority",
-            Change => "change",
-            Length => "length",
-            Steps => "steps",
-        }
-    }
-}
-
 /// The tail seed of an input (its first 8 bytes, zero-padded).
 pub fn tail_seed(input: &[u8]) -> u64 {
     let mut seed = [0u8; SEED_BYTES];
@@ -160,16 +81,6 @@ pub fn explicit(input: &[u8]) -> &[u8] {
     input.get(SEED_BYTES..).unwrap_or(&[])
 }
 
-/// Bytes a `below(n)` decision consumes.
-#[inline]
-pub fn below_width(n: u64) -> usize {
-    if n <= 1 {
-        0
-    } else {
-        (64 - (n - 1).leading_zeros() as usize).div_ceil(8)
-    }
-}
-
 /// The slice of a change decision's value `v` (two bytes) at a level that
 /// preempts: `None` (0) never, else `(256 + low byte) << (high byte % 24)
 /// >> 8` switch points (instructions, at the emulator).
@@ -180,70 +91,6 @@ pub fn slice_of(v: u64) -> Option<u64> {
     }
     let (exponent, mantissa) = (v >> 8, v & 0xFF);
     Some(((256 + mantissa) << (exponent % 24)) >> 8)
-}
-
-/// Big-endian value of up to 8 bytes.
-#[inline]
-pub fn be_value(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0u64, |v, &b| v << 8 | u64::from(b))
-}
-
-/// How a decision's bytes become its value. Data rather than a closure, so
-/// that a decision taken for code in another address space (the SDK inside
-/// a wasm module, through the wasm executor) is described by two numbers
-/// ([`Value::encode`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value {
-    /// The bytes, big-endian ([`be_value`]).
-    Be,
-    /// The big-endian bytes modulo `n` (`n > 0`).
-    Mod(u64),
-    /// The lowest bit of the first byte.
-    Bit,
-    /// 1 if the first byte is at least the threshold, else 0.
-    AtLeast(u8),
-    /// FNV-1a of the bytes (a buffer fill, recorded by its hash).
-    Hash,
-}
-
-impl Value {
-    /// The value of a decision that consumed `bytes`.
-    #[inline]
-    pub fn of(self, bytes: &[u8]) -> u64 {
-        match self {
-            Value::Be => be_value(bytes),
-            Value::Mod(n) => {
-                debug_assert!(n > 0, "a modulus is positive");
-                be_value(bytes) % n.max(1)
-            }
-            Value::Bit => u64::from(bytes.first().is_some_and(|b| b & 1 != 0)),
-            Value::AtLeast(threshold) => u64::from(bytes.first().is_some_and(|b| *b >= threshold)),
-            Value::Hash => crate::hash::fnv64(bytes),
-        }
-    }
-
-    /// As (tag, parameter), the inverse of [`Value::decode`].
-    pub fn encode(self) -> (u32, u64) {
-        match self {
-            Value::Be => (0, 0),
-            Value::Mod(n) => (1, n),
-            Value::Bit => (2, 0),
-            Value::AtLeast(t) => (3, u64::from(t)),
-            Value::Hash => (4, 0),
-        }
-    }
-
-    /// The value function encoded as (tag, parameter), if it is one.
-    pub fn decode(tag: u32, parameter: u64) -> Option<Value> {
-        Some(match (tag, parameter) {
-            (0, _) => Value::Be,
-            (1, n) if n > 0 => Value::Mod(n),
-            (2, _) => Value::Bit,
-            (3, t) => Value::AtLeast(u8::try_from(t).ok()?),
-            (4, _) => Value::Hash,
-            _ => return None,
-        })
-    }
 }
 
 /// A reader over one run's decision stream.

@@ -11,7 +11,11 @@
 //!   is a pure function of its input; see [`decision`] for the encoding.
 //! - **The region** ([`region`]): the fixed `#[repr(C)]` memory layout through
 //!   which the SDK reads decisions and writes outcomes, shared by every
-//!   executor level; [`protocol`]'s `Recorder` writes a run into one, a
+//!   executor level. What a run writes into it (a decision's record,
+//!   coverage and trace hash, an assertion's site state), the layout, the
+//!   kinds and the value rules are the `dst-core` crate's (`no_std`, no
+//!   dependencies; re-exported here), which the KVM guest runtime is
+//!   compiled from too. [`protocol`]'s `Recorder` writes a run into one, a
 //!   value held by the SDK for the region it attached ([`runtime`]) and by
 //!   each guest executor for its own. Under the process executor the region
 //!   is a shared-memory segment ([`shm`]) and a crash handler records fatal
@@ -75,7 +79,7 @@ pub mod decision;
 pub mod forkserver;
 #[cfg(target_os = "linux")]
 pub mod futex;
-pub mod hash;
+pub use dst_core::hash;
 #[cfg(feature = "libfuzzer")]
 pub mod libfuzzer;
 pub mod lifecycle;
@@ -114,23 +118,6 @@ macro_rules! impl_number {
 impl_number!(
     u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64
 );
-
-impl catalog::Kind {
-    /// The guidance score of a numeric assertion whose `left - right` is
-    /// `distance`: lower is closer to making a `sometimes` true or an
-    /// `always` false.
-    #[inline]
-    pub fn score(self, distance: f64) -> f64 {
-        use catalog::Kind::*;
-        match self {
-            SometimesGreaterThan
-            | SometimesGreaterThanOrEqualTo
-            | AlwaysLessThan
-            | AlwaysLessThanOrEqualTo => -distance,
-            _ => distance,
-        }
-    }
-}
 
 #[doc(hidden)]
 #[macro_export]

@@ -26,10 +26,7 @@ use std::sync::atomic::Ordering;
 
 use crate::catalog;
 use crate::decision::{self, Kind, Stream, Value};
-use crate::region::{
-    self, DecisionRecord, Event, FLAG_EVENTS, FLAG_TRACE_SITES, Region, RegionRef, SITE_FALSE,
-    SITE_HIT, SITE_TRUE, STATUS_SITES_OVERFLOW,
-};
+use crate::region::{self, Event, FLAG_EVENTS, FLAG_TRACE_SITES, Region, RegionRef};
 
 /// A decision site in C or C++ code (libdst's `dst_random_*`, whose macros
 /// pass `__FILE__` and `__LINE__`), so that decisions there are told apart
@@ -125,26 +122,7 @@ pub struct Taken {
     pub value: u64,
 }
 
-/// What evaluating an assertion did to its site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Evaluation {
-    /// The first evaluation of this polarity in the run.
-    pub first: bool,
-    /// The evaluation fails its property (a must-hold one was false).
-    pub failed: bool,
-    /// The run is being explained (`FLAG_TRACE_SITES`).
-    pub explaining: bool,
-    /// The site is outside the region's table (`STATUS_SITES_OVERFLOW`).
-    pub overflow: bool,
-}
-
-impl Evaluation {
-    /// Whether its report (event, details) is wanted by an explorer: a
-    /// first failure, or a first evaluation of a run being explained.
-    pub fn report(self) -> bool {
-        self.first && (self.failed || self.explaining)
-    }
-}
+pub use crate::region::Evaluation;
 
 /// Writes runs into a region; see the module docs.
 pub struct Recorder<R> {
@@ -244,27 +222,9 @@ impl<R: Deref<Target = Region>> Recorder<R> {
         );
         header.cursor.store(stream.cursor, Ordering::Release);
         let value = value.of(bytes);
-        let index = header.decisions.load(Ordering::Relaxed);
-        // One writer per run (`&mut self`), one index each.
-        debug_assert!(index < u64::MAX / 2, "decision counter corrupt: {index}");
-        region.put_decision(
-            index,
-            DecisionRecord {
-                offset,
-                value,
-                site,
-                width: bytes.len().min(u16::MAX as usize) as u16,
-                kind: kind as u8,
-                _reserved: 0,
-            },
-        );
-        header.decisions.store(index + 1, Ordering::Release);
-        region.count_decision(site, value);
-        let hash = header.trace_hash.load(Ordering::Relaxed);
-        header.trace_hash.store(
-            region::trace_hash_step(hash, kind as u8, site, value),
-            Ordering::Release,
-        );
+        let index = region
+            .writer()
+            .record(kind as u8, site, offset, bytes.len(), value);
         if header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0 {
             let text = text();
             debug_assert_eq!(text.id, site, "a site's text names its own id");
@@ -357,7 +317,8 @@ pub fn interleaving_coverage() -> bool {
 }
 
 /// The site-table half of an assertion on `region`: counts, guidance, the
-/// run's first failure. Atomic, so any thread may evaluate at any time.
+/// run's first failure ([`crate::region::Writer::evaluate`]). Atomic, so
+/// any thread may evaluate at any time.
 pub fn evaluate(
     region: RegionRef<'_>,
     index: usize,
@@ -365,58 +326,5 @@ pub fn evaluate(
     condition: bool,
     score: f64,
 ) -> Evaluation {
-    let header = region.header();
-    let explaining = header.flags.load(Ordering::Relaxed) & FLAG_TRACE_SITES != 0;
-    let failed = kind.fails_on(condition);
-    let Some(state) = region.site(index) else {
-        header
-            .status
-            .fetch_or(STATUS_SITES_OVERFLOW, Ordering::Relaxed);
-        return Evaluation {
-            first: false,
-            failed,
-            explaining,
-            overflow: true,
-        };
-    };
-    state.evaluations.fetch_add(1, Ordering::Relaxed);
-    let polarity = if condition {
-        state.true_count.fetch_add(1, Ordering::Relaxed);
-        SITE_TRUE
-    } else {
-        SITE_FALSE
-    };
-    let previous = state.flags.fetch_or(SITE_HIT | polarity, Ordering::AcqRel);
-    if !score.is_nan() {
-        let mut best = state.guidance.load(Ordering::Relaxed);
-        while score < f64::from_bits(best) {
-            match state.guidance.compare_exchange_weak(
-                best,
-                score.to_bits(),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(now) => best = now,
-            }
-        }
-    }
-    if failed {
-        let _ = header.first_failure.compare_exchange(
-            0,
-            index as u64 + 1,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-    }
-    debug_assert!(
-        state.flags.load(Ordering::Relaxed) & SITE_HIT != 0,
-        "an evaluated site is hit"
-    );
-    Evaluation {
-        first: previous & polarity == 0,
-        failed,
-        explaining,
-        overflow: false,
-    }
+    region.writer().evaluate(index, kind, condition, score)
 }

@@ -41,167 +41,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-/// `b"DSTREGN\0"` read as a little-endian `u64`.
-pub const MAGIC: u64 = u64::from_le_bytes(*b"DSTREGN\0");
-/// Layout version; bumped on any change to the structs in this module or
-/// to how a region is held (4: a segment is [`segment_size`] long).
-pub const VERSION: u32 = 4;
-
-/// Header flag: the SDK also logs each decision's source location as an
-/// [`Event::DecisionSite`] (used by `replay` to explain a run).
-pub const FLAG_TRACE_SITES: u64 = 1;
-/// Header flag: the SDK records lifecycle events ([`Event::Lifecycle`]).
-/// Without it (the explorer's fast path) they are skipped, as nothing reads
-/// them; `FLAG_TRACE_SITES` implies it.
-pub const FLAG_EVENTS: u64 = 2;
-/// Header flag: log this run's comparisons (`crate::cmplog`), for the
-/// explorer's input-to-state stage. The in-process executor attaches its
-/// log only for such runs: a logged comparison costs an entry.
-pub const FLAG_CMPLOG: u64 = 4;
-
-/// Status bit: an assertion site's catalog index did not fit `sites_capacity`.
-pub const STATUS_SITES_OVERFLOW: u64 = 1;
-/// Status bit: an event did not fit the event log and was dropped.
-pub const STATUS_EVENTS_OVERFLOW: u64 = 2;
-/// Status bit: the input was longer than `input_capacity` and was truncated.
-pub const STATUS_INPUT_TRUNCATED: u64 = 4;
-/// Status bit: the run used controlled threads or synchronization, so the
-/// SDK's own properties ([`crate::catalog::BUILTIN`]) watched it.
-pub const STATUS_CONTROLLED: u64 = 8;
-
-/// The region's header, at offset 0.
-///
-/// The first block (magic to `events_capacity`) is written once when the
-/// region is created. `run_id`, `input_len` and `flags` are written by the
-/// controller before each run; the remaining fields are written by the SDK
-/// during the run and read by the controller after it.
-#[repr(C)]
-#[derive(Debug)]
-pub struct Header {
-    pub magic: u64,
-    pub version: u32,
-    /// `size_of::<Header>()`, so a reader can reject a different layout.
-    pub header_size: u32,
-    /// Size of the whole region in bytes.
-    pub total_size: u64,
-    pub input_offset: u64,
-    pub input_capacity: u64,
-    pub coverage_offset: u64,
-    pub coverage_size: u64,
-    pub sites_offset: u64,
-    pub sites_capacity: u64,
-    pub decisions_offset: u64,
-    pub decisions_capacity: u64,
-    pub events_offset: u64,
-    pub events_capacity: u64,
-
-    /// Incremented by the controller for every run; the SDK restarts its
-    /// decision stream when it sees a new value.
-    pub run_id: AtomicU64,
-    /// Bytes of the input used in this run (at most `input_capacity`).
-    pub input_len: AtomicU64,
-    /// `FLAG_*` bits set by the controller.
-    pub flags: AtomicU64,
-
-    /// Decision-stream bytes consumed so far (explicit and tail).
-    pub cursor: AtomicU64,
-    /// Decisions taken so far (may exceed `decisions_capacity`).
-    pub decisions: AtomicU64,
-    /// Running hash over every decision's (kind, site, value).
-    pub trace_hash: AtomicU64,
-    /// Bytes written to the event log.
-    pub events_len: AtomicU64,
-    /// Catalog index + 1 of the first failing must-hold assertion; 0 if none.
-    pub first_failure: AtomicU64,
-    /// `STATUS_*` bits set by the SDK.
-    pub status: AtomicU64,
-
-    /// Written by the SDK's crash handler in a target process: the signal
-    /// that killed the run (0 if none), the faulting address it reported,
-    /// and the stack from the faulting pc outwards (return addresses after
-    /// the first), `crash_depth` frames of them.
-    pub crash_signal: AtomicU64,
-    pub crash_address: AtomicU64,
-    pub crash_depth: AtomicU64,
-    pub crash_frames: [AtomicU64; CRASH_FRAMES],
-    /// Contested scheduling points of this run so far (where more than one
-    /// thread could run): what PCT's expected length is fitted to.
-    pub contested: AtomicU64,
-    /// The stack pointer when the crash handler's signal came (a fault just
-    /// below it is a stack overflow).
-    pub crash_sp: AtomicU64,
-    /// Persistent mode's hand-over (futex words, kept across runs; see
-    /// `forkserver.rs`): the executor posts run `n` in `go`, a persistent
-    /// child sets `done` to `n` when it finished it; the fork server sets
-    /// [`DONE_EXITED`] in `done` when the child is gone (its wait status is
-    /// on the server's pipe).
-    pub go: AtomicU32,
-    pub done: AtomicU32,
-    /// The fork server's last child and the raw wait status it ended with
-    /// (valid once `done` has [`DONE_EXITED`]).
-    pub pid: AtomicU32,
-    pub wait_status: AtomicU32,
-}
-
-/// In [`Header::done`]: the run's process ended (exited, crashed, killed).
-pub const DONE_EXITED: u32 = 1 << 31;
-
-/// Bytes at the start of the coverage map that decision coverage uses.
-pub const DECISION_WINDOW: u64 = 4096;
-
-/// Slots of the decision window that count decisions; the last quarter
-/// counts interleavings ([`RegionRef::count_interleaving`]).
-fn decision_slots(coverage_size: u64) -> u64 {
-    let window = coverage_size.min(DECISION_WINDOW);
-    if window < 4 {
-        window
-    } else {
-        window - window / 4
-    }
-}
-
-/// Frames of a crashing stack kept in the header.
-pub const CRASH_FRAMES: usize = 16;
-
-/// Per-run state of one assertion site, indexed by the site's catalog index.
-#[repr(C)]
-#[derive(Debug, Default)]
-pub struct SiteState {
-    /// `SITE_*` bits.
-    pub flags: AtomicU32,
-    pub _reserved: u32,
-    /// Times the site was evaluated (reached).
-    pub evaluations: AtomicU64,
-    /// Times its condition was true (for reachable and unreachable: reached).
-    pub true_count: AtomicU64,
-    /// `f64` bits of the best guidance score seen: lower is closer to making
-    /// a `sometimes` true or an `always` false. `+inf` when none was recorded.
-    pub guidance: AtomicU64,
-}
-
-/// The site was reached in this run.
-pub const SITE_HIT: u32 = 1;
-/// Its condition was true at least once in this run.
-pub const SITE_TRUE: u32 = 2;
-/// Its condition was false at least once in this run.
-pub const SITE_FALSE: u32 = 4;
-
-/// One decision, as the SDK took it.
-#[repr(C)]
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecisionRecord {
-    /// Offset of its first byte in the decision stream (explicit bytes, then tail).
-    pub offset: u64,
-    /// The decoded value (for `fill`, a hash of the bytes).
-    pub value: u64,
-    /// Site id: a stable hash of the call site (see `crate::catalog::site_hash`).
-    pub site: u32,
-    /// Bytes consumed.
-    pub width: u16,
-    /// A `crate::decision::Kind` as `u8`.
-    pub kind: u8,
-    pub _reserved: u8,
-}
+pub use dst_core::region::Evaluation;
+pub use dst_core::region::{
+    CRASH_FRAMES, DECISION_WINDOW, DONE_EXITED, DecisionRecord, FLAG_CMPLOG, FLAG_EVENTS,
+    FLAG_TRACE_SITES, Header, MAGIC, SITE_FALSE, SITE_HIT, SITE_TRUE, STATUS_CONTROLLED,
+    STATUS_EVENTS_OVERFLOW, STATUS_INPUT_TRUNCATED, STATUS_SITES_OVERFLOW, Sections, SiteState,
+    TRACE_HASH_INIT, VERSION, Writer, trace_hash_step,
+};
 
 /// A variable-size record in the event log (postcard-encoded, prefixed with
 /// its length as a little-endian `u32`).
@@ -335,19 +181,6 @@ impl Layout {
     }
 }
 
-/// Initial value of `Header::trace_hash`.
-pub const TRACE_HASH_INIT: u64 = crate::hash::FNV64_OFFSET;
-
-/// Folds one decision into a trace hash.
-pub fn trace_hash_step(hash: u64, kind: u8, site: u32, value: u64) -> u64 {
-    let mut h = hash;
-    for word in [u64::from(kind) << 32 | u64::from(site), value] {
-        h = (h ^ word).wrapping_mul(crate::hash::FNV64_PRIME);
-        h ^= h >> 29;
-    }
-    h
-}
-
 /// Why a region was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegionError {
@@ -395,25 +228,6 @@ impl std::fmt::Display for RegionError {
 }
 
 impl std::error::Error for RegionError {}
-
-/// A region's layout as validated: every section's offset and size, copied
-/// out of the header once. Views read these and never the header's layout
-/// fields again, so a target that writes over the header cannot move a
-/// section under the SDK or under the controller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sections {
-    pub total_size: usize,
-    pub input_offset: usize,
-    pub input_capacity: usize,
-    pub coverage_offset: usize,
-    pub coverage_size: usize,
-    pub sites_offset: usize,
-    pub sites_capacity: usize,
-    pub decisions_offset: usize,
-    pub decisions_capacity: usize,
-    pub events_offset: usize,
-    pub events_capacity: usize,
-}
 
 /// Checks every header field of the region at `base` (`len` bytes mapped)
 /// and returns its sections.
@@ -722,12 +536,18 @@ unsafe impl Send for RegionRef<'_> {}
 unsafe impl Sync for RegionRef<'_> {}
 
 impl<'a> RegionRef<'a> {
+    /// The run's writes into this region (`dst_core`'s, one source with
+    /// the KVM guest runtime).
+    pub fn writer(&self) -> Writer<'a> {
+        // SAFETY: the sections were validated against the region (or laid
+        // out for it), which lives for `'a`.
+        unsafe { Writer::new(self.base, self.sections) }
+    }
+
     /// The header: its per-run fields (the layout fields may have been
     /// written over by a target: read [`RegionRef::sections`] instead).
     pub fn header(&self) -> &'a Header {
-        // SAFETY: the region's memory starts with a header, 8-aligned, valid
-        // for `'a`; every bit pattern is a valid `Header`.
-        unsafe { &*(self.base as *const Header) }
+        self.writer().header()
     }
 
     /// This view, with a lifetime the caller vouches for: for holders that
@@ -772,81 +592,26 @@ impl<'a> RegionRef<'a> {
 
     /// The state of site `index`, if it fits the table.
     pub fn site(&self, index: usize) -> Option<&'a SiteState> {
-        let s = self.sections;
-        if index < s.sites_capacity {
-            // SAFETY: index is below the capacity `validate` checked; the section is
-            // 8-aligned and `SiteState` has alignment 8; all bit patterns are valid.
-            Some(unsafe { &*(self.base.add(s.sites_offset) as *const SiteState).add(index) })
-        } else {
-            None
-        }
+        self.writer().site(index)
     }
 
     /// Writes decision record `index` if it fits.
     pub fn put_decision(&self, index: u64, record: DecisionRecord) {
-        let s = self.sections;
-        if index < s.decisions_capacity as u64 {
-            // SAFETY: index is below the checked capacity; the SDK writes each
-            // index once per run, under its decision lock.
-            unsafe {
-                let slot =
-                    (self.base.add(s.decisions_offset) as *mut DecisionRecord).add(index as usize);
-                slot.write(record);
-            }
-        }
+        self.writer().put_decision(index, record);
     }
 
-    /// Adds one to coverage counter `slot` (wrapping).
-    #[inline]
-    fn bump(&self, slot: usize) {
-        let s = self.sections;
-        debug_assert!(slot < s.coverage_size, "counter {slot} outside the map");
-        // SAFETY: `slot < coverage_size` (every caller reduces it modulo a
-        // window no larger than the map), inside the validated section.
-        unsafe {
-            let counter = self.base.add(s.coverage_offset + slot);
-            counter.write(counter.read().wrapping_add(1));
-        }
-    }
-
-    /// Counts decision (site, value) in the coverage map, so that a new
-    /// value at a decision site is new coverage ("decision coverage"). Small
-    /// values count exactly; larger ones by magnitude (bit length).
+    /// Counts decision (site, value) in the coverage map
+    /// ([`Writer::count_decision`]).
     #[inline]
     pub fn count_decision(&self, site: u32, value: u64) {
-        let size = self.sections.coverage_size as u64;
-        if size == 0 {
-            return;
-        }
-        let bucket = if value < 16 {
-            value
-        } else {
-            16 + u64::from(64 - value.leading_zeros())
-        };
-        // Kept to the map's first page: a forked run then touches one page
-        // of the map for its decisions, not one per decision, and densely
-        // numbered edges (trace-pc-guard) follow it.
-        let window = decision_slots(size);
-        let slot = (u64::from(site) ^ bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % window;
-        self.bump(slot as usize);
+        self.writer().count_decision(site, value);
     }
 
     /// Counts a pair of conflicting operations in the order a controlled
-    /// run observed them (a read and the write it read from, a lock
-    /// acquisition and the release before it), so that a new interleaving is
-    /// new coverage. The pairs have their own quarter of the decision window.
+    /// run observed them ([`Writer::count_interleaving`]).
     #[inline]
     pub fn count_interleaving(&self, first: u64, second: u64) {
-        let size = self.sections.coverage_size as u64;
-        let window = size.min(DECISION_WINDOW);
-        let slots = window - decision_slots(size);
-        if slots == 0 {
-            return;
-        }
-        let hash = (first.rotate_left(17) ^ second).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        let slot = decision_slots(size) + hash % slots;
-        debug_assert!(slot < window);
-        self.bump(slot as usize);
+        self.writer().count_interleaving(first, second);
     }
 
     /// The decision records written in this run (at most the capacity).

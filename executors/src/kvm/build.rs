@@ -1,6 +1,8 @@
 //! Building a guest: the host's C compiler, freestanding x86-64 flags, the
 //! guest runtime (`sdk-c/guest/dst_kvm.c`, compiled without coverage: its
-//! coverage callback must not call itself) and linker script
+//! coverage callback must not call itself, and the dst-core crate, which
+//! writes the region, compiled by `rustc` into a static library:
+//! [`build_core`]) and linker script
 //! (`sdk-c/guest/kvm.ld`), `dst.h` on the include path, trace-pc edge
 //! coverage of the program's own code. The runtime's sources are compiled
 //! into this crate, so a build needs no source tree; the region's layout
@@ -15,6 +17,19 @@ use std::process::{Command, ExitStatus};
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_kvm.c");
 const LINKER_SCRIPT: &str = include_str!("../../../sdk-c/guest/kvm.ld");
+/// The dst-core crate's sources: the protocol's writes, compiled into
+/// every guest ([`build_core`]).
+const CORE: [(&str, &str); 6] = [
+    ("lib.rs", include_str!("../../../sdk/core/src/lib.rs")),
+    (
+        "decision.rs",
+        include_str!("../../../sdk/core/src/decision.rs"),
+    ),
+    ("guest.rs", include_str!("../../../sdk/core/src/guest.rs")),
+    ("hash.rs", include_str!("../../../sdk/core/src/hash.rs")),
+    ("kind.rs", include_str!("../../../sdk/core/src/kind.rs")),
+    ("region.rs", include_str!("../../../sdk/core/src/region.rs")),
+];
 
 /// Flags of every guest object: no libc, no PIC, nothing that needs a
 /// runtime the guest lacks; unused functions dropped at link time, so the
@@ -36,10 +51,51 @@ const FLAGS: [&str; 8] = [
 pub enum BuildError {
     /// The scratch directory could not be written.
     Scratch(std::io::Error),
-    /// The compiler could not be started.
-    Spawn(std::io::Error),
+    /// A compiler (the C compiler, or rustc for the runtime's core) could
+    /// not be started.
+    Spawn(OsString, std::io::Error),
     /// A compile or link step failed (what, its status).
     Failed(&'static str, ExitStatus),
+}
+
+/// Builds the dst-core crate as the guest runtime's static library
+/// (`dir/libdst_core.a`, returned): `rustc` alone (`$DST_RUSTC`, else
+/// `rustc` on PATH), `--cfg dst_guest` for its C entry points, no
+/// unwinding, debug assertions on (a broken invariant stops the guest).
+/// Built for the host's x86-64: the same machine code a freestanding guest
+/// runs, and what a native test links.
+pub fn build_core(dir: &Path) -> Result<std::path::PathBuf, BuildError> {
+    let src = dir.join("dst-core");
+    std::fs::create_dir_all(&src).map_err(BuildError::Scratch)?;
+    for (name, text) in CORE {
+        std::fs::write(src.join(name), text).map_err(BuildError::Scratch)?;
+    }
+    let out = dir.join("libdst_core.a");
+    let rustc = std::env::var_os("DST_RUSTC").unwrap_or_else(|| "rustc".into());
+    let status = Command::new(&rustc)
+        .args(["--edition", "2024", "--crate-type", "staticlib"])
+        .args(["--crate-name", "dst_core", "--cfg", "dst_guest"])
+        .args([
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "debug-assertions=on",
+        ])
+        .args(["-C", "overflow-checks=off"])
+        .arg(src.join("lib.rs"))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .map_err(|e| BuildError::Spawn(rustc.clone(), e))?;
+    if !status.success() {
+        return Err(BuildError::Failed(
+            "guest runtime core build (rustc)",
+            status,
+        ));
+    }
+    Ok(out)
 }
 
 /// `dst_region.h` for the guest runtime: the region's layout and the
@@ -75,7 +131,7 @@ pub fn build_guest(
         std::fs::write(dir.join(name), text).map_err(BuildError::Scratch)?;
     }
     let run = |command: &mut Command, what| match command.status() {
-        Err(e) => Err(BuildError::Spawn(e)),
+        Err(e) => Err(BuildError::Spawn(compiler.to_owned(), e)),
         Ok(status) if !status.success() => Err(BuildError::Failed(what, status)),
         Ok(_) => Ok(()),
     };
@@ -91,6 +147,7 @@ pub fn build_guest(
             .arg(&runtime),
         "guest runtime build",
     )?;
+    let core = build_core(dir)?;
     run(
         Command::new(compiler)
             .args(FLAGS)
@@ -102,6 +159,7 @@ pub fn build_guest(
             .arg(dir)
             .args(args)
             .arg(&runtime)
+            .arg(&core)
             .arg("-o")
             .arg(out),
         "kvm build",

@@ -84,7 +84,7 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
         ),
         Level::Kvm => (
             std::env::var_os("DST_KVM_CC").unwrap_or_else(|| "cc".into()),
-            "install gcc or clang, or set DST_KVM_CC",
+            "install gcc or clang, or set DST_KVM_CC; the runtime also needs rustc, or DST_RUSTC",
         ),
         Level::Libfuzzer if args.iter().any(|a| is_source(a, true)) => (
             std::env::var_os("CXX").unwrap_or_else(|| "c++".into()),
@@ -203,10 +203,10 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
             match build_guest(&compiler, dir, args, &partial) {
                 Ok(()) => {}
                 Err(BuildError::Scratch(e)) => return Err(unwritable(e)),
-                Err(BuildError::Spawn(e)) => {
+                Err(BuildError::Spawn(program, e)) => {
                     return Err(Failure::new(
                         exit::SETUP_FAILED,
-                        format!("cannot run {}: {e} ({install})", compiler.to_string_lossy()),
+                        format!("cannot run {}: {e} ({install})", program.to_string_lossy()),
                     ));
                 }
                 Err(BuildError::Failed(what, status)) => return Err(failed(what, status)),

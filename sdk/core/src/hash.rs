@@ -61,6 +61,17 @@ pub const fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// A stable 32-bit id for a source location (FNV-1a of the file's bytes,
+/// then the line and column, little-endian), usable in `const`: the id of
+/// every catalog site, Rust's (`dst::catalog::site_hash`) and C's.
+pub const fn site_hash(file: &[u8], line: u32, column: u32) -> u32 {
+    Fnv32::new()
+        .write(file)
+        .write(&line.to_le_bytes())
+        .write(&column.to_le_bytes())
+        .finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
