@@ -1,3 +1,11 @@
+//! dst's one reader of binaries, and the catalog of a program.
+//!
+//! Every ELF (or other object file) dst reads is parsed by [`parse`]: the
+//! emulator's and the KVM executor's loaders, the catalog reader, the
+//! symbolizer (for each mapped file's segments; its DWARF lines are
+//! `addr2line`'s), the unwinder and the driver's token reader, each from
+//! one parse per binary and executor.
+//!
 //! The catalog of a program: for C and C++, the records of its
 //! `dst_catalog` section (format: `dst::catalog::c`), read from the file
 //! without running it; for a Rust binary using the `dst` crate, whose
@@ -13,15 +21,21 @@ use object::{Object, ObjectSection};
 /// `path` (an executable, shared object or object file).
 pub fn catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
     let bytes = read(path)?;
-    section_catalog(&parse(path, &bytes)?, path)
+    section_catalog(&parse_at(path, &bytes)?, path)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<object::File<'a>, String> {
-    object::File::parse(bytes).map_err(|e| format!("{} is not an object file: {e}", path.display()))
+/// The object file in `bytes`, or why it is none (one line).
+pub fn parse(bytes: &[u8]) -> Result<object::File<'_>, String> {
+    object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))
+}
+
+/// [`parse`], its error naming `path`.
+fn parse_at<'a>(path: &Path, bytes: &'a [u8]) -> Result<object::File<'a>, String> {
+    parse(bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn section_catalog(file: &object::File<'_>, path: &Path) -> Result<Vec<SiteInfo>, String> {
@@ -75,7 +89,7 @@ pub fn guest_catalog(file: &object::File<'_>) -> Result<Vec<SiteInfo>, String> {
 /// the `dst` crate); empty for a program without the SDK.
 pub fn program_catalog(path: &Path) -> Result<Vec<SiteInfo>, String> {
     let bytes = read(path)?;
-    let file = parse(path, &bytes)?;
+    let file = parse_at(path, &bytes)?;
     let sites = section_catalog(&file, path)?;
     if !sites.is_empty() || file.section_by_name("linkme_CATALOG").is_none() {
         return Ok(sites);

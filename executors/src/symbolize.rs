@@ -105,7 +105,7 @@ pub struct Symbolizer {
 
 fn open(path: &Path) -> Option<File> {
     let bytes = std::fs::read(path).ok()?;
-    let object = object::File::parse(&*bytes).ok()?;
+    let object = crate::elf::parse(&bytes).ok()?;
     let segments = object
         .segments()
         .map(|s| {

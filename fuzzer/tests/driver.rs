@@ -176,5 +176,5 @@ fn the_catalog_of_a_c_object_is_read_from_its_section() {
 
     let garbage = driver(&repo, &["catalog", "Cargo.toml"]);
     assert_eq!(garbage.status.code(), Some(4));
-    assert!(one_line(&garbage).contains("is not an object file"));
+    assert!(one_line(&garbage).contains("not an ELF file"));
 }

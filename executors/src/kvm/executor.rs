@@ -71,7 +71,7 @@ const BAD_REGION: u64 = 102;
 
 /// Why a file is not a guest this executor runs (one line each).
 pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
-    let file = object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))?;
+    let file = crate::elf::parse(bytes)?;
     if file.architecture() != object::Architecture::X86_64 {
         return Err(format!("not an x86-64 guest: {:?}", file.architecture()));
     }

@@ -51,9 +51,26 @@ pub struct Emulator {
 impl Emulator {
     /// The program in `bytes` with `args` (`argv[0]` first).
     pub fn new(bytes: &[u8], args: &[String], budget: u64) -> Result<Emulator, String> {
-        let mut loaded = Machine::load(bytes, args, &[])?;
-        let file = object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))?;
-        let catalog = crate::elf::guest_catalog(&file)?;
+        Emulator::of_file(&super::machine::check(bytes)?, None, args, budget)
+    }
+
+    /// The program at `path` (its DWARF names crash places and schedule
+    /// steps).
+    pub fn open(path: &Path, args: &[String], budget: u64) -> Result<Emulator, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+        Emulator::of_file(&super::machine::check(&bytes)?, Some(path), args, budget)
+    }
+
+    /// The program `file`, parsed once for its loading, catalog, unwinder
+    /// and (from `path`, the file it was read from) its symbols.
+    fn of_file(
+        file: &object::File<'_>,
+        path: Option<&Path>,
+        args: &[String],
+        budget: u64,
+    ) -> Result<Emulator, String> {
+        let mut loaded = Machine::load_file(file, args, &[])?;
+        let catalog = crate::elf::guest_catalog(file)?;
         use object::{Object, ObjectSymbol};
         let main = file.symbol_by_name("main").map(|s| s.address());
         let region = Arc::new(Region::new(Layout {
@@ -76,19 +93,9 @@ impl Emulator {
             budget,
             edges: (0..EDGES).map(|_| UnsafeCell::new(0)).collect(),
             backstop: Duration::from_secs(10),
-            symbols: None,
-            unwinder: super::unwind::Unwinder::of(&file),
+            symbols: path.map(|path| Symbolizer::for_static(path, file)),
+            unwinder: super::unwind::Unwinder::of(file),
         })
-    }
-
-    /// The program at `path` (its DWARF names crash places and schedule
-    /// steps).
-    pub fn open(path: &Path, args: &[String], budget: u64) -> Result<Emulator, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
-        let mut emulator = Emulator::new(&bytes, args, budget)?;
-        let file = object::File::parse(&*bytes).map_err(|e| format!("not an ELF file: {e}"))?;
-        emulator.symbols = Some(Symbolizer::for_static(path, &file));
-        Ok(emulator)
     }
 
     /// Guest `pc` symbolized, as far as the ELF's symbols and DWARF say.

@@ -57,7 +57,7 @@ pub enum Exit {
 
 /// Why a file is not a program the emulator runs (one line each).
 pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
-    let file = object::File::parse(bytes).map_err(|e| format!("not an ELF file: {e}"))?;
+    let file = crate::elf::parse(bytes)?;
     if file.architecture() != object::Architecture::Riscv64 {
         return Err(format!("not a riscv64 program: {:?}", file.architecture()));
     }
@@ -120,7 +120,15 @@ fn align(value: u64, to: u64) -> u64 {
 impl Machine {
     /// Loads `bytes` (a static riscv64 ELF) with `args` (`argv[0]` first).
     pub fn load(bytes: &[u8], args: &[String], env: &[String]) -> Result<Machine, String> {
-        let file = check(bytes)?;
+        Machine::load_file(&check(bytes)?, args, env)
+    }
+
+    /// Loads `file`, a program [`check`] accepted.
+    pub fn load_file(
+        file: &object::File<'_>,
+        args: &[String],
+        env: &[String],
+    ) -> Result<Machine, String> {
         let mut memory = Memory::default();
         let mut exec = (u64::MAX, 0);
         let mut end = 0;
@@ -206,7 +214,7 @@ impl Machine {
             slice_end: u64::MAX,
             switches: Vec::new(),
             wait_seq: 0,
-            sites: std::sync::Arc::new(Sites::of(&file)),
+            sites: std::sync::Arc::new(Sites::of(file)),
             in_setup: false,
             icache: Default::default(),
             recorder: crate::guest::recorder(Layout {

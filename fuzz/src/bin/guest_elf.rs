@@ -71,7 +71,7 @@ dst_fuzz::target!(|| {
     }
     let loaded = Machine::load(&bytes, &["prog".to_string()], &[]);
     let _ = dst_executors::kvm::executor::check(&bytes);
-    if let Ok(file) = object::File::parse(&*bytes) {
+    if let Ok(file) = dst_executors::elf::parse(&bytes) {
         let _ = dst_executors::elf::guest_catalog(&file);
     }
     let _ = dst::catalog::c::parse(&bytes);

@@ -36,7 +36,7 @@ pub fn strings(data: &[u8], into: &mut Vec<Vec<u8>>) {
 
 /// The strings of an object file's read-only data sections.
 pub fn from_object(bytes: &[u8], into: &mut Vec<Vec<u8>>) {
-    let Ok(file) = object::File::parse(bytes) else {
+    let Ok(file) = dst_executors::elf::parse(bytes) else {
         return;
     };
     for section in file.sections() {
@@ -77,7 +77,7 @@ pub fn from_program(path: &Path) -> Vec<Vec<u8>> {
     let Ok(bytes) = std::fs::read(path) else {
         return Vec::new();
     };
-    let Ok(file) = object::File::parse(&*bytes) else {
+    let Ok(file) = dst_executors::elf::parse(&bytes) else {
         return Vec::new();
     };
     let Some(data) = file.section_by_name(SECTION).and_then(|s| s.data().ok()) else {
