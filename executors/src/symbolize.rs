@@ -74,6 +74,28 @@ impl Frame {
     pub fn location(&self) -> Option<String> {
         Some(format!("{}:{}", self.file.as_ref()?, self.line?))
     }
+
+    /// Its place, as [`place`] writes places.
+    pub fn place(&self) -> String {
+        place(
+            self.function.as_deref(),
+            self.location().as_deref(),
+            self.pc,
+        )
+    }
+}
+
+/// The one text of a place in code (a crash's, a scheduling step's), at
+/// every level: `function (file:line)`, or what of it is known, `pc 0x...`
+/// when nothing is. A crash's place is part of its signature, so every
+/// level writes it here.
+pub fn place(function: Option<&str>, location: Option<&str>, pc: u64) -> String {
+    match (function, location) {
+        (Some(function), Some(location)) => format!("{function} ({location})"),
+        (Some(function), None) => function.to_string(),
+        (None, Some(location)) => location.to_string(),
+        (None, None) => format!("pc {pc:#x}"),
+    }
 }
 
 impl fmt::Display for Frame {
@@ -307,12 +329,7 @@ pub fn recorded_crash(header: &Header, signal: i32, symbolizer: &mut Symbolizer)
         .find(placed)
         .or_else(|| frames.iter().find(|f| f.location().is_some()))
         .unwrap_or(&frames[0]);
-    let place = match (&top.function, top.location()) {
-        (Some(function), Some(location)) => format!("{function} ({location})"),
-        (None, Some(location)) => location,
-        (Some(function), None) => function.clone(),
-        (None, None) => format!("{:#x}", top.pc),
-    };
+    let place = top.place();
     Outcome::Crash {
         cause: if overflow {
             "stack overflow".into()

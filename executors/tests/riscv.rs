@@ -108,12 +108,12 @@ fn crashes_and_aborts_are_signals() {
     };
     let abort = location(&["x", "y"]);
     assert!(
-        abort.starts_with("main at ") && abort.ends_with("crash.c:2"),
+        abort.starts_with("main (") && abort.ends_with("crash.c:2)"),
         "{abort}"
     );
     let store = location(&["x"]);
     assert!(
-        store.starts_with("main at ") && store.ends_with("crash.c:3"),
+        store.starts_with("main (") && store.ends_with("crash.c:3)"),
         "{store}"
     );
 }
@@ -419,6 +419,6 @@ fn protected_memory_faults_where_linux_would_and_the_place_is_named() {
     };
     assert_eq!(cause, "SIGSEGV");
     let location = location.unwrap();
-    assert!(location.starts_with("main at "), "{location}");
+    assert!(location.starts_with("main ("), "{location}");
     assert!(location.contains("protect.c:5"), "{location}");
 }

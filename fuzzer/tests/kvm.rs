@@ -58,7 +58,7 @@ fn the_door_and_the_parser_are_found_shrunk_and_replayed() {
     assert_eq!(record["signature"]["cause"], "page fault", "{record}");
     assert!(shown.contains("page fault at address 0x0 (read"), "{shown}");
     assert!(
-        shown.contains("in parse at ") && shown.contains("parser.c:24"),
+        shown.contains("in parse (") && shown.contains("parser.c:24)"),
         "{shown}"
     );
     // Shrunk: the kind and the length that take the path, the payload 0.

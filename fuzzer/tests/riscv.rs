@@ -53,7 +53,7 @@ fn find_and_replay_abort(dir: &Path, program: &str, runs: &str) -> String {
     let (record, shown) = common::find_and_replay(dir, &["--riscv", program], runs);
     assert_eq!(record["signature"]["cause"], "SIGABRT", "{record}");
     // Placed where the program aborts, past glibc's frames (unwound).
-    assert!(shown.contains("outcome: SIGABRT at main at "), "{shown}");
+    assert!(shown.contains("outcome: SIGABRT at main ("), "{shown}");
     assert!(
         shown.contains("stack: __pthread_kill_implementation"),
         "{shown}"
@@ -102,7 +102,7 @@ fn a_lost_update_on_plain_memory_is_found_by_preemption_and_replayed() {
     let shown = find_and_replay_abort(&dir, &program, "20000");
     // The schedule names the preemption inside the loop, and the output.
     assert!(shown.contains("<- preempts thread"), "{shown}");
-    assert!(shown.contains("stopped in visit at "), "{shown}");
+    assert!(shown.contains("stopped in visit ("), "{shown}");
     assert!(shown.contains("counter.c:"), "{shown}");
     assert!(shown.contains("lost "), "{shown}");
     assert!(shown.contains("clone="), "the system calls: {shown}");

@@ -45,8 +45,10 @@ pub struct Found {
 }
 
 /// The version of `finding.json` that [`process`] writes
-/// ([`FindingFile::version`]; files written before there was one read as 0).
-pub const FINDING_VERSION: u32 = 1;
+/// ([`FindingFile::version`]; files written before there was one read as
+/// 0). 2: a crash's place is one text at every level, `function
+/// (file:line)` ([`FindingFile::parse`] reads older places so).
+pub const FINDING_VERSION: u32 = 2;
 
 /// `finding.json`, the record of a finding folder: written by [`process`]
 /// and read by everything else through this type. Every field a file lacks
@@ -121,12 +123,23 @@ impl FindingFile {
 
     /// A `finding.json`'s bytes, if they are a finding record (a JSON
     /// object).
+    ///
+    /// A crash signature of a file before version 2 is read as it is
+    /// written now ([`current_place`]), so a stored finding of the
+    /// emulator, wasm or KVM level still matches its replay.
     pub fn parse(bytes: &[u8]) -> Option<FindingFile> {
         let value: Value = serde_json::from_slice(bytes).ok()?;
         if !value.is_object() {
             return None;
         }
-        serde_json::from_value(value).ok()
+        let mut file: FindingFile = serde_json::from_value(value).ok()?;
+        if file.version < 2
+            && let Some(Signature::Crash { at, .. }) = &mut file.signature
+            && let Some(place) = current_place(at)
+        {
+            *at = place;
+        }
+        Some(file)
     }
 
     /// The record's description fields (kind, property, message,
@@ -671,6 +684,21 @@ pub fn read_summary(path: &Path) -> Option<FindingSummary> {
     })
 }
 
+/// A crash place as levels wrote it before version 2, as it is written
+/// now: the emulator's, wasm's and KVM's `function at FILE:LINE` becomes
+/// `function (FILE:LINE)`, KVM's `rip 0x...` becomes `pc 0x...`; `None`
+/// for a place already so (the process level's `function (FILE:LINE),
+/// stack HASH` never changed).
+pub fn current_place(at: &str) -> Option<String> {
+    if let Some(pc) = at.strip_prefix("rip 0x") {
+        return Some(format!("pc 0x{pc}"));
+    }
+    let (function, location) = at.rsplit_once(" at ")?;
+    let (_, line) = location.rsplit_once(':')?;
+    (line.parse::<u32>().is_ok() && !at.contains(", stack "))
+        .then(|| format!("{function} ({location})"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -693,6 +721,32 @@ mod tests {
       "schedule": [],
       "reproduce": {"explain": "bank replay x/input", "debugger": "DST_INPUT=x/input gdb --args bank run"}
     }"#;
+
+    #[test]
+    fn crash_places_written_before_version_2_read_as_now() {
+        assert_eq!(
+            current_place("main at prog.c:7").as_deref(),
+            Some("main (prog.c:7)")
+        );
+        assert_eq!(current_place("rip 0x2010").as_deref(), Some("pc 0x2010"));
+        assert_eq!(current_place("main (prog.c:7), stack 1a2b3c4d"), None);
+        assert_eq!(current_place("f+0x20"), None);
+        let old = br#"{"version": 1, "signature": {"kind": "crash", "cause": "SIGSEGV", "at": "main at prog.c:7"}}"#;
+        let file = FindingFile::parse(old).expect("reads");
+        assert_eq!(
+            file.signature,
+            Some(Signature::Crash {
+                cause: "SIGSEGV".into(),
+                at: "main (prog.c:7)".into()
+            })
+        );
+        let new = br#"{"version": 2, "signature": {"kind": "crash", "cause": "SIGSEGV", "at": "x at y:1"}}"#;
+        let file = FindingFile::parse(new).expect("reads");
+        assert!(
+            matches!(&file.signature, Some(Signature::Crash { at, .. }) if at == "x at y:1"),
+            "a current file is read as written"
+        );
+    }
 
     #[test]
     fn a_finding_file_from_before_versions_reads_and_writes_back_alike() {

@@ -569,12 +569,7 @@ impl Kvm {
 
     /// The crash an exception is.
     fn exception(&mut self, vector: u8, error: u64, rip: u64, cr2: u64) -> End {
-        let frame = self.symbols.frame(rip, false);
-        let place = match (&frame.function, frame.location()) {
-            (Some(f), Some(at)) => format!("{f} at {at}"),
-            (Some(f), None) => f.clone(),
-            _ => format!("rip {rip:#x}"),
-        };
+        let place = self.symbols.frame(rip, false).place();
         let (cause, detail) = match vector {
             0 => ("divide error", String::new()),
             6 => ("invalid opcode", String::new()),

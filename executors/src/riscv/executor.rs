@@ -109,15 +109,10 @@ impl Emulator {
         }
     }
 
-    /// `function at file:line` of guest `pc` (`pc 0x...` without symbols).
+    /// The place of guest `pc` (`function (file:line)`, `pc 0x...`
+    /// without symbols: [`crate::symbolize::place`]).
     pub fn place(&mut self, pc: u64) -> String {
-        let frame = self.frame(pc);
-        match (&frame.function, frame.location()) {
-            (Some(f), Some(at)) => format!("{f} at {at}"),
-            (Some(f), None) => f.clone(),
-            (None, Some(at)) => at,
-            (None, None) => format!("pc {pc:#x}"),
-        }
+        self.frame(pc).place()
     }
 
     /// Where a crash at `pc` (of the running thread) happened: the
@@ -146,11 +141,7 @@ impl Emulator {
             .collect::<Vec<_>>()
             .join(" <- ");
         let place = match frames.iter().find(|f| f.location().is_some()) {
-            Some(frame) => format!(
-                "{} at {}",
-                frame.function.as_deref().unwrap_or("?"),
-                frame.location().unwrap_or_default()
-            ),
+            Some(frame) => frame.place(),
             None => self.place(pc),
         };
         (place, stack)

@@ -46,7 +46,7 @@ impl Locator {
         Locator { debug, lines }
     }
 
-    /// The location of block `id`: `function at file:line`, or
+    /// The location of block `id`: `function (file:line)`, or
     /// `function+0xOFFSET` (the code offset in the original module) without
     /// line information; `None` for no block (a trap before any code ran).
     pub fn block(&self, id: u32) -> Option<String> {
@@ -69,7 +69,7 @@ impl Locator {
             outermost
         });
         Some(match line {
-            Some(line) => format!("{name} at {line}"),
+            Some(line) => crate::symbolize::place(Some(&name), Some(&line), 0),
             None => format!("{name}+{offset:#x}"),
         })
     }

@@ -532,10 +532,16 @@ fn write(path: &Path, text: &str) -> Result<(), StoreError> {
     })
 }
 
-/// `file` and `line` of a finding's location: the last `FILE:LINE` (or
-/// `FILE:LINE:COLUMN`) in it (`function at FILE:LINE` for crashes).
+/// `file` and `line` of a finding's location: an assertion's
+/// `FILE:LINE:COLUMN`, or a crash's place (`function (FILE:LINE)`, with
+/// `, stack HASH` after it at the process level; `function at FILE:LINE`
+/// in findings written before places were one text).
 fn file_and_line(location: &str) -> Option<(String, u64)> {
-    let place = location.rsplit(" at ").next()?;
+    let place = location.split(", stack ").next()?;
+    let place = match place.strip_suffix(')').and_then(|p| p.rsplit_once(" (")) {
+        Some((_, inside)) => inside,
+        None => place.rsplit(" at ").next()?,
+    };
     let mut parts: Vec<&str> = place.rsplitn(3, ':').collect();
     parts.reverse();
     match parts.as_slice() {
@@ -679,6 +685,14 @@ mod tests {
 
     #[test]
     fn locations_are_read_from_both_shapes() {
+        assert_eq!(
+            file_and_line("parse (/src/parser.c:24), stack 1a2b3c4d"),
+            Some(("/src/parser.c".to_string(), 24))
+        );
+        assert_eq!(
+            file_and_line("parse (/src/parser.c:24)"),
+            Some(("/src/parser.c".to_string(), 24))
+        );
         assert_eq!(
             file_and_line("parse at /src/parser.c:24"),
             Some(("/src/parser.c".into(), 24))
