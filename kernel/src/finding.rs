@@ -544,7 +544,7 @@ fn process_with(
         return Ok(Processed::Unconfirmed);
     };
     let name = slug(&signature);
-    if known.contains(&name) {
+    if known.contains(&name) || stored_under_another_name(dir, known, &signature) {
         return Ok(Processed::Known);
     }
     let flaky = !confirmation.is_stable();
@@ -684,19 +684,44 @@ pub fn read_summary(path: &Path) -> Option<FindingSummary> {
     })
 }
 
+/// Whether a finding folder of `known` in `dir` records `signature`
+/// under a name that is not its slug: one written before its signature's
+/// text changed (a crash place before version 2), whose folder is named
+/// after the old text. Read only when a failure is not known by name, a
+/// rare event.
+fn stored_under_another_name(dir: &Path, known: &BTreeSet<String>, signature: &Signature) -> bool {
+    known.iter().any(|folder| {
+        FindingFile::read(&dir.join(folder))
+            .and_then(|f| f.signature)
+            .as_ref()
+            == Some(signature)
+    })
+}
+
 /// A crash place as levels wrote it before version 2, as it is written
 /// now: the emulator's, wasm's and KVM's `function at FILE:LINE` becomes
-/// `function (FILE:LINE)`, KVM's `rip 0x...` becomes `pc 0x...`; `None`
-/// for a place already so (the process level's `function (FILE:LINE),
-/// stack HASH` never changed).
+/// `function (FILE:LINE)` (the emulator's `? at FILE:LINE`, for an
+/// unknown function, `FILE:LINE`), KVM's `rip 0x...` becomes `pc 0x...`;
+/// `None` for a place already so. The process level's symbolized places
+/// (`function (FILE:LINE), stack HASH`) never changed; its unsymbolized
+/// ones (`0x..., stack HASH`, now `pc 0x..., stack HASH`) are not
+/// converted: such a pc moves with address-space randomization, so those
+/// signatures never matched across campaigns. Nor is KVM's `rip 0x...` for
+/// a place with a line but no function, now `FILE:LINE`.
 pub fn current_place(at: &str) -> Option<String> {
     if let Some(pc) = at.strip_prefix("rip 0x") {
         return Some(format!("pc 0x{pc}"));
     }
     let (function, location) = at.rsplit_once(" at ")?;
     let (_, line) = location.rsplit_once(':')?;
-    (line.parse::<u32>().is_ok() && !at.contains(", stack "))
-        .then(|| format!("{function} ({location})"))
+    if line.parse::<u32>().is_err() || at.contains(", stack ") {
+        return None;
+    }
+    Some(if function == "?" {
+        location.to_string()
+    } else {
+        format!("{function} ({location})")
+    })
 }
 
 #[cfg(test)]
@@ -729,6 +754,7 @@ mod tests {
             Some("main (prog.c:7)")
         );
         assert_eq!(current_place("rip 0x2010").as_deref(), Some("pc 0x2010"));
+        assert_eq!(current_place("? at f.c:3").as_deref(), Some("f.c:3"));
         assert_eq!(current_place("main (prog.c:7), stack 1a2b3c4d"), None);
         assert_eq!(current_place("f+0x20"), None);
         let old = br#"{"version": 1, "signature": {"kind": "crash", "cause": "SIGSEGV", "at": "main at prog.c:7"}}"#;
@@ -746,6 +772,35 @@ mod tests {
             matches!(&file.signature, Some(Signature::Crash { at, .. }) if at == "x at y:1"),
             "a current file is read as written"
         );
+    }
+
+    #[test]
+    fn a_finding_stored_under_its_old_place_is_known_by_its_signature() {
+        let dir = std::env::temp_dir().join(format!("dst-legacy-finding-{}", std::process::id()));
+        let old = Signature::Crash {
+            cause: "SIGSEGV".into(),
+            at: "main at prog.c:7".into(),
+        };
+        let folder = slug(&old);
+        std::fs::create_dir_all(dir.join(&folder)).unwrap();
+        std::fs::write(
+            dir.join(&folder).join("finding.json"),
+            br#"{"version": 1, "signature": {"kind": "crash", "cause": "SIGSEGV", "at": "main at prog.c:7"}}"#,
+        )
+        .unwrap();
+        let known = BTreeSet::from([folder]);
+        let now = Signature::Crash {
+            cause: "SIGSEGV".into(),
+            at: "main (prog.c:7)".into(),
+        };
+        assert!(!known.contains(&slug(&now)), "the folder has the old name");
+        assert!(stored_under_another_name(&dir, &known, &now));
+        let other = Signature::Crash {
+            cause: "SIGSEGV".into(),
+            at: "main (prog.c:8)".into(),
+        };
+        assert!(!stored_under_another_name(&dir, &known, &other));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -8,7 +8,7 @@ use clap::Args;
 use dst_executors::Executor;
 use dst_executors::kvm::executor::Kvm;
 
-use super::level::{Level, Make, file_stem};
+use super::level::{Level, Make, file_stem, shell_words};
 use crate::exit;
 use crate::exit::Failure;
 use crate::store::StoreError;
@@ -53,7 +53,7 @@ impl Level for Guest {
     }
 
     fn target(&self) -> String {
-        format!("--kvm {}", self.path.display())
+        format!("--kvm {}", shell_words(&[self.path.clone().into()]))
     }
 
     fn executor(&self, timeout: Duration) -> Result<Box<dyn Executor>, Failure> {

@@ -111,6 +111,12 @@ impl Levels {
         .into_iter()
         .flatten()
         .collect();
+        if self.kvm.kvm.is_some() && !self.cmd.command.is_empty() {
+            return Err(Failure::new(
+                exit::USAGE,
+                "--kvm takes no arguments after --: a guest has no command line",
+            ));
+        }
         if given.len() > 1 {
             let flags: Vec<&str> = given.iter().map(|l| l.flag()).collect();
             return Err(Failure::new(
@@ -740,6 +746,13 @@ mod tests {
             assert_eq!(again.target(), target, "{words:?}");
         }
         assert!(selected(&["replay", "bank", "f"]).unwrap().is_none());
+        // A path a shell would split is quoted.
+        let level = selected(&["replay", "f", "--riscv", "my prog"]).unwrap();
+        assert_eq!(level.expect("a level").target(), "--riscv 'my prog'");
+        let Err(failure) = selected(&["replay", "f", "--kvm", "g.elf", "--", "x"]) else {
+            panic!("a guest's arguments are taken")
+        };
+        assert_eq!(failure.code, exit::USAGE);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use clap::Args;
 use dst_executors::Executor;
 use dst_executors::riscv::executor::{DEFAULT_BUDGET, Emulator};
 
-use super::level::{Level, after_dashes};
+use super::level::{Level, after_dashes, shell_words};
 use crate::exit;
 use crate::exit::Failure;
 
@@ -66,7 +66,7 @@ impl Level for Program {
     /// With its instruction budget when it is not the default, and the
     /// program's arguments.
     fn target(&self) -> String {
-        let mut flags = format!("--riscv {}", self.path.display());
+        let mut flags = format!("--riscv {}", shell_words(&[self.path.clone().into()]));
         if self.instructions != DEFAULT_BUDGET {
             flags += &format!(" --instructions {}", self.instructions);
         }

@@ -126,7 +126,7 @@ impl Level for Module {
 
     /// With every flag that changes a run, and the module's arguments.
     fn target(&self) -> String {
-        let mut flags = format!("--wasm {}", self.path.display());
+        let mut flags = format!("--wasm {}", shell_words(&[self.path.clone().into()]));
         if self.flags.fuel != DEFAULT_FUEL {
             flags += &format!(" --fuel {}", self.flags.fuel);
         }

@@ -16,7 +16,8 @@ use crate::region::{Header, Sections, Writer};
 /// The sections of the region at `region`, as its header lays them out.
 ///
 /// # Safety
-/// `region` points at a region the executor laid out, valid for the run.
+/// `region` points at a region the executor laid out (8-aligned, as a
+/// `Header` is), valid for the run.
 unsafe fn sections(region: *mut u8) -> Sections {
     // SAFETY: the region starts with its header (the caller's contract).
     let h = unsafe { &*(region as *const Header) };
@@ -86,8 +87,12 @@ pub unsafe extern "C" fn dst_core_decide(
     let len = (header.input_len.load(Ordering::Acquire) as usize).min(sections.input_capacity);
     // SAFETY: the input section is inside the region, `len` clamped to it.
     let input = unsafe { core::slice::from_raw_parts(region.add(sections.input_offset), len) };
-    // SAFETY: the caller's contract.
-    let tail = unsafe { core::slice::from_raw_parts(tail, tail_len as usize) };
+    let tail = if tail.is_null() || tail_len == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the caller's contract; not null.
+        unsafe { core::slice::from_raw_parts(tail, tail_len as usize) }
+    };
     let cursor = header.cursor.load(Ordering::Acquire);
     let mut bytes = [0u8; 8];
     let bytes = &mut bytes[..width as usize];
@@ -109,7 +114,7 @@ pub unsafe extern "C" fn dst_core_decide(
 /// `left` and `right` (their distance is its guidance): counts, guidance,
 /// the run's first failure, as the `dst` crate evaluates. Returns whether
 /// the host must report it (the run's first failure of that polarity).
-/// A kind number `dst.h` does not define is not evaluated.
+/// A kind number that names no kind (`Kind::from_c`) is not evaluated.
 ///
 /// # Safety
 /// `region` is the guest's region.

@@ -19,8 +19,8 @@
 //! for each guest it builds (`--cfg dst_guest`, which adds the C entry
 //! points of `guest.rs` that `sdk-c/guest/dst_kvm.c` calls), so a guest
 //! takes decisions and evaluates assertions with this code, and a change
-//! of layout or rule cannot leave it behind. Hand-written rather than a
-//! crate because it *is* the protocol; it depends on nothing so that one
+//! of layout or rule cannot leave it behind. Written here rather than
+//! taken from a crate because it *is* the protocol; it depends on nothing so that one
 //! `rustc` call builds it.
 
 #![no_std]

@@ -161,7 +161,7 @@ pub struct DecisionRecord {
     pub offset: u64,
     /// The decoded value (for `fill`, a hash of the bytes).
     pub value: u64,
-    /// Site id: a stable hash of the call site (see `crate::catalog::site_hash`).
+    /// Site id: a stable hash of the call site (see `dst::catalog::site_hash`).
     pub site: u32,
     /// Bytes consumed.
     pub width: u16,
