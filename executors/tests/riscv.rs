@@ -248,9 +248,10 @@ fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
     assert_eq!(String::from_utf8_lossy(&machine.stdout), "counter 400\n");
     assert_eq!(machine.threads.len(), 3, "main and two threads");
     assert!(
-        !machine.switches.is_empty() && machine.switches.iter().all(|s| !s.preempted),
+        !machine.threads.switches.is_empty()
+            && machine.threads.switches.iter().all(|s| !s.preempted),
         "the nominal run switches only where a thread waits or exits: {:?}",
-        machine.switches
+        machine.threads.switches
     );
     let failing = (1u64..3000)
         .map(|seed| input(seed, 64))
@@ -267,13 +268,17 @@ fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
         String::from_utf8_lossy(&exec.machine().stderr)
     );
     assert!(
-        exec.machine().switches.iter().any(|s| s.preempted),
+        exec.machine().threads.switches.iter().any(|s| s.preempted),
         "a preemption did it"
     );
-    let switches = exec.machine().switches.clone();
+    let switches = exec.machine().threads.switches.clone();
     for _ in 0..3 {
         assert_eq!(exec.execute(&failing), first, "the same on replay");
-        assert_eq!(exec.machine().switches, switches, "the same schedule");
+        assert_eq!(
+            exec.machine().threads.switches,
+            switches,
+            "the same schedule"
+        );
     }
 }
 

@@ -206,7 +206,7 @@ impl Emulator {
     /// After a run traced or recorded with events: its thread switches as
     /// schedule steps, its output and system calls as lifecycle events.
     fn record(&mut self) {
-        let switches = std::mem::take(&mut self.machine.switches);
+        let switches = std::mem::take(&mut self.machine.threads.switches);
         let tracing = self.machine.recorder.tracing_steps();
         for (i, switch) in switches.iter().enumerate().filter(|_| tracing) {
             let frame = self.frame(switch.pc);
@@ -226,7 +226,7 @@ impl Emulator {
                 preempted: switch.preempted.then_some(switch.from),
             });
         }
-        self.machine.switches = switches;
+        self.machine.threads.switches = switches;
         let calls: Vec<(String, i64)> = self
             .machine
             .calls

@@ -17,7 +17,7 @@ impl GuestMemory for Memory {
         Memory::c_string(self, address, max).ok()
     }
 }
-use super::threads::{State, Switch, Thread, Why};
+use super::threads::{Parts, State, Threads, Why};
 use dst::decision::{Kind, Value};
 use dst::protocol::SiteText;
 use dst::region::Layout;
@@ -92,14 +92,9 @@ pub struct Machine {
     pub stderr: Vec<u8>,
     /// System calls made: (number, result).
     pub calls: Vec<(u64, i64)>,
-    /// Every thread, by index (0 is the main thread); `current` runs.
-    pub threads: Vec<Thread>,
-    pub current: usize,
-    /// Instructions retired at which the running thread is preempted.
-    pub(super) slice_end: u64,
-    /// The run's thread switches, in order.
-    pub switches: Vec<Switch>,
-    pub(super) wait_seq: u64,
+    /// The guest threads and their schedule (`threads.current` runs, its
+    /// registers in `cpu`).
+    pub threads: Threads,
     /// The dst.h assertion sites of the program (`super::guest`).
     pub(super) sites: std::sync::Arc<Sites>,
     /// Setup is running: `dst_setup_complete` stops it.
@@ -204,16 +199,7 @@ impl Machine {
             stdout: Vec::new(),
             stderr: Vec::new(),
             calls: Vec::new(),
-            threads: vec![Thread {
-                tid: 1,
-                cpu: Cpu::default(),
-                state: State::Runnable,
-                clear_tid: 0,
-            }],
-            current: 0,
-            slice_end: u64::MAX,
-            switches: Vec::new(),
-            wait_seq: 0,
+            threads: Threads::main(),
             sites: std::sync::Arc::new(Sites::of(file)),
             in_setup: false,
             icache: Default::default(),
@@ -346,13 +332,14 @@ impl Machine {
             if self.cpu.retired >= limit {
                 return Exit::OutOfInstructions;
             }
-            if self.cpu.retired >= self.slice_end {
+            if self.cpu.retired >= self.threads.slice_end {
                 if let Err(exit) = self.schedule(Why::Preempt) {
                     return exit;
                 }
                 continue;
             }
-            if let Some(exit) = self.run_slice(limit.min(self.slice_end), edges, &mut icache) {
+            let stop = limit.min(self.threads.slice_end);
+            if let Some(exit) = self.run_slice(stop, edges, &mut icache) {
                 return exit;
             }
         }
@@ -362,9 +349,9 @@ impl Machine {
     /// system call was made (which may switch threads); `Some` when the
     /// run ends.
     fn run_slice(&mut self, stop: u64, edges: &mut [u8], icache: &mut Icache) -> Option<Exit> {
-        debug_assert!(self.current < self.threads.len());
+        debug_assert!(self.threads.current < self.threads.len());
         debug_assert_eq!(
-            self.threads[self.current].state,
+            self.threads.list[self.threads.current].state,
             State::Runnable,
             "only a runnable thread runs"
         );
@@ -438,7 +425,7 @@ impl Machine {
         let unsupported = |what| Some(Exit::Unsupported { number, what });
         let mut point = None;
         let result: i64 = match number {
-            93 if self.threads.len() > 1 => match self.exit_thread(a0 as i32) {
+            93 if self.threads.len() > 1 => match self.parts(|t, m| t.exit_thread(m, a0 as i32)) {
                 Some(status) => return Some(Exit::Status(status)),
                 None => {
                     point = Some(Why::Exit);
@@ -446,7 +433,7 @@ impl Machine {
                 }
             },
             93 | 94 => return Some(Exit::Status(a0 as i32)),
-            220 => match self.clone_thread(a0, a1, a2, x[13], x[14]) {
+            220 => match self.parts(|t, m| t.clone_thread(m, a0, a1, a2, x[13], x[14])) {
                 Ok(tid) => {
                     point = Some(Why::Clone);
                     tid
@@ -462,7 +449,7 @@ impl Machine {
                 }
                 let [flags, _, child, parent, _, stack, size, tls] = args;
                 let top = if stack == 0 { 0 } else { stack + size };
-                match self.clone_thread(flags, top, parent, tls, child) {
+                match self.parts(|t, m| t.clone_thread(m, flags, top, parent, tls, child)) {
                     Ok(tid) => {
                         point = Some(Why::Clone);
                         tid
@@ -470,7 +457,7 @@ impl Machine {
                     Err(what) => return unsupported(Some(what)),
                 }
             }
-            98 => match self.futex([a0, a1, a2, x[13], x[14], x[15]]) {
+            98 => match self.parts(|t, m| t.futex(m, [a0, a1, a2, x[13], x[14], x[15]])) {
                 Ok((result, waits)) => {
                     point = Some(if waits { Why::Wait } else { Why::Wake });
                     result
@@ -575,9 +562,9 @@ impl Machine {
             }
             96 => {
                 // set_tid_address: the tid
-                let me = self.current;
-                self.threads[me].clear_tid = a0;
-                self.tid() as i64
+                let me = self.threads.current;
+                self.threads.list[me].clear_tid = a0;
+                self.threads.tid() as i64
             }
             99 => 0,       // set_robust_list
             293 => ENOSYS, // rseq
@@ -603,9 +590,9 @@ impl Machine {
                     Err(_) => -14,
                 }
             }
-            172 => 1,                 // getpid
-            178 => self.tid() as i64, // gettid
-            134 | 135 => 0,           // rt_sigaction, rt_sigprocmask
+            172 => 1,                         // getpid
+            178 => self.threads.tid() as i64, // gettid
+            134 | 135 => 0,                   // rt_sigaction, rt_sigprocmask
             131 | 129 => {
                 // tgkill / kill of itself: the signal
                 let signal = if number == 131 { a2 } else { a1 };
@@ -738,6 +725,25 @@ impl Machine {
     }
 
     /// A decision of the system layer at the site named `name`.
+    /// Runs `f` on the thread table with the parts of the machine its
+    /// operations use.
+    fn parts<T>(&mut self, f: impl FnOnce(&mut Threads, &mut Parts<'_>) -> T) -> T {
+        let mut parts = Parts {
+            cpu: &mut self.cpu,
+            memory: &mut self.memory,
+            now: &mut self.now,
+            recorder: &mut self.recorder,
+        };
+        f(&mut self.threads, &mut parts)
+    }
+
+    /// A scheduling point of the running thread ([`Threads::schedule`]);
+    /// `Err` when no thread can run (a deadlock).
+    fn schedule(&mut self, why: Why) -> Result<(), Exit> {
+        self.parts(|t, m| t.schedule(m, why))
+            .map_err(|waiting| Exit::Deadlock { waiting })
+    }
+
     pub(super) fn decide(&mut self, kind: Kind, name: &str, bytes: &mut [u8], value: Value) -> u64 {
         self.recorder
             .decide_at(kind, SiteText::named(name), bytes, value)

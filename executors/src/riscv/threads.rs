@@ -21,11 +21,17 @@
 //! and the slice is counted in instructions.
 //! Every thread waiting in `futex` without a timeout is a deadlock, which
 //! the executor reports as the SDK's own deadlock property.
+//!
+//! [`Threads`] is the thread table and its schedule; what its operations
+//! use of the machine (the running thread's registers, memory, the virtual
+//! clock, the recorder) they are given as `Parts`, so the machine calls
+//! into this module and nothing here calls back.
 
 use dst::decision::{Kind, Value};
+use dst::protocol::SiteText;
 
-use super::cpu::Cpu;
-use super::machine::{Exit, Machine};
+use super::cpu::{Cpu, Memory};
+use crate::guest::Recorder;
 
 /// Why a thread is not running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,10 +120,64 @@ const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
 /// What `clone` asks that the emulator cannot do (a new process).
 pub const NOT_A_THREAD: &str = "clone without CLONE_VM | CLONE_THREAD (a new process)";
 
-impl Machine {
+/// What the threads' operations use of the machine they run on.
+pub(super) struct Parts<'a> {
+    /// The running thread's registers.
+    pub cpu: &'a mut Cpu,
+    pub memory: &'a mut Memory,
+    /// Virtual nanoseconds since the run started.
+    pub now: &'a mut u64,
+    /// Takes the schedule's decisions and counts preemptions.
+    pub recorder: &'a mut Recorder,
+}
+
+/// Threads waiting for ever, when none can run: (tid, futex address, pc)
+/// each.
+pub type Waiting = Vec<(u64, u64, u64)>;
+
+/// The guest threads of a machine, and their schedule.
+#[derive(Debug, Clone)]
+pub struct Threads {
+    /// Every thread, by index (0 is the main thread); `current` runs.
+    pub list: Vec<Thread>,
+    pub current: usize,
+    /// Instructions retired at which the running thread is preempted.
+    pub(super) slice_end: u64,
+    /// The run's thread switches, in order.
+    pub switches: Vec<Switch>,
+    wait_seq: u64,
+}
+
+impl Threads {
+    /// One thread (the main one, tid 1), running.
+    pub(super) fn main() -> Threads {
+        Threads {
+            list: vec![Thread {
+                tid: 1,
+                cpu: Cpu::default(),
+                state: State::Runnable,
+                clear_tid: 0,
+            }],
+            current: 0,
+            slice_end: u64::MAX,
+            switches: Vec::new(),
+            wait_seq: 0,
+        }
+    }
+
+    /// Threads made so far (exited ones too).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Never: the main thread is always there.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// The running thread's id.
     pub fn tid(&self) -> u64 {
-        self.threads[self.current].tid
+        self.list[self.current].tid
     }
 
     /// `clone` of a thread (flags, stack, parent tid pointer, tls, child
@@ -125,6 +185,7 @@ impl Machine {
     /// caller's result (the new tid) is returned.
     pub(super) fn clone_thread(
         &mut self,
+        m: &mut Parts<'_>,
         flags: u64,
         stack: u64,
         parent_tid: u64,
@@ -134,11 +195,11 @@ impl Machine {
         if flags & (CLONE_VM | CLONE_THREAD) != CLONE_VM | CLONE_THREAD {
             return Err(NOT_A_THREAD);
         }
-        if self.threads.len() >= MAX_THREADS {
+        if self.list.len() >= MAX_THREADS {
             return Ok(-11); // EAGAIN
         }
-        let tid = self.threads.iter().map(|t| t.tid).max().unwrap_or(0) + 1;
-        let mut cpu = self.cpu.clone();
+        let tid = self.list.iter().map(|t| t.tid).max().unwrap_or(0) + 1;
+        let mut cpu = m.cpu.clone();
         cpu.x[10] = 0;
         if stack != 0 {
             cpu.x[2] = stack;
@@ -147,13 +208,13 @@ impl Machine {
             cpu.x[4] = tls;
         }
         cpu.reservation = None;
-        if flags & CLONE_PARENT_SETTID != 0 && self.memory.store(parent_tid, 4, tid).is_err() {
+        if flags & CLONE_PARENT_SETTID != 0 && m.memory.store(parent_tid, 4, tid).is_err() {
             return Ok(-14);
         }
-        if flags & CLONE_CHILD_SETTID != 0 && self.memory.store(child_tid, 4, tid).is_err() {
+        if flags & CLONE_CHILD_SETTID != 0 && m.memory.store(child_tid, 4, tid).is_err() {
             return Ok(-14);
         }
-        self.threads.push(Thread {
+        self.list.push(Thread {
             tid,
             cpu,
             state: State::Runnable,
@@ -163,11 +224,9 @@ impl Machine {
                 0
             },
         });
-        debug_assert!(self.threads.len() <= MAX_THREADS);
+        debug_assert!(self.list.len() <= MAX_THREADS);
         debug_assert!(
-            self.threads[..self.threads.len() - 1]
-                .iter()
-                .all(|t| t.tid < tid),
+            self.list[..self.list.len() - 1].iter().all(|t| t.tid < tid),
             "thread ids are unique and grow"
         );
         Ok(tid as i64)
@@ -176,16 +235,20 @@ impl Machine {
     /// `futex(address, op, value, timeout, address2, value3)`: the result
     /// and whether the caller now waits. `Err` names an operation the
     /// emulator lacks.
-    pub(super) fn futex(&mut self, a: [u64; 6]) -> Result<(i64, bool), &'static str> {
+    pub(super) fn futex(
+        &mut self,
+        m: &mut Parts<'_>,
+        a: [u64; 6],
+    ) -> Result<(i64, bool), &'static str> {
         const EAGAIN: i64 = -11;
         const EFAULT: i64 = -14;
         let [address, op, value, timeout, address2, value3] = a;
         let realtime = op & 256 != 0;
-        let current = |m: &Machine| m.memory.load(address, 4).map(|v| v as u32);
+        let current = |m: &Parts<'_>| m.memory.load(address, 4).map(|v| v as u32);
         match op & 127 {
             cmd @ (0 | 9) => {
                 // FUTEX_WAIT (relative timeout) and FUTEX_WAIT_BITSET (absolute)
-                let Ok(now_value) = current(self) else {
+                let Ok(now_value) = current(m) else {
                     return Ok((EFAULT, false));
                 };
                 if now_value != value as u32 {
@@ -194,17 +257,16 @@ impl Machine {
                 let deadline = if timeout == 0 {
                     None
                 } else {
-                    let (Ok(s), Ok(ns)) = (
-                        self.memory.load(timeout, 8),
-                        self.memory.load(timeout + 8, 8),
-                    ) else {
+                    let (Ok(s), Ok(ns)) =
+                        (m.memory.load(timeout, 8), m.memory.load(timeout + 8, 8))
+                    else {
                         return Ok((EFAULT, false));
                     };
                     let t = s.saturating_mul(1_000_000_000).saturating_add(ns);
                     Some(if cmd == 0 {
-                        self.now.saturating_add(t)
+                        m.now.saturating_add(t)
                     } else if realtime {
-                        t.saturating_sub(super::machine::EPOCH_NS)
+                        t.saturating_sub(dst::world::clock::EPOCH_NS)
                     } else {
                         t
                     })
@@ -214,7 +276,7 @@ impl Machine {
                     return Ok((-22, false));
                 }
                 self.wait_seq += 1;
-                self.threads[self.current].state = State::Waiting {
+                self.list[self.current].state = State::Waiting {
                     address,
                     bitset,
                     deadline,
@@ -224,25 +286,25 @@ impl Machine {
             }
             cmd @ (1 | 10) => {
                 let bitset = if cmd == 10 { value3 as u32 } else { u32::MAX };
-                Ok((self.wake(address, value, bitset) as i64, false))
+                Ok((self.wake(m.cpu, address, value, bitset) as i64, false))
             }
             cmd @ (3 | 4) => {
                 // FUTEX_REQUEUE, FUTEX_CMP_REQUEUE: wake `value`, move up
                 // to `timeout` (val2) others to `address2`.
                 if cmd == 4 {
-                    match current(self) {
+                    match current(m) {
                         Err(_) => return Ok((EFAULT, false)),
                         Ok(v) if v != value3 as u32 => return Ok((EAGAIN, false)),
                         Ok(_) => {}
                     }
                 }
-                let woken = self.wake(address, value, u32::MAX);
+                let woken = self.wake(m.cpu, address, value, u32::MAX);
                 let mut moved = 0;
                 for t in self.waiters(address, u32::MAX) {
                     if moved >= timeout {
                         break;
                     }
-                    if let State::Waiting { address: a, .. } = &mut self.threads[t].state {
+                    if let State::Waiting { address: a, .. } = &mut self.list[t].state {
                         *a = address2;
                         moved += 1;
                     }
@@ -259,7 +321,7 @@ impl Machine {
     /// first.
     fn waiters(&self, address: u64, bitset: u32) -> Vec<usize> {
         let mut found: Vec<(u64, usize)> = self
-            .threads
+            .list
             .iter()
             .enumerate()
             .filter_map(|(i, t)| match t.state {
@@ -277,14 +339,14 @@ impl Machine {
     }
 
     /// Wakes up to `count` waiters on `address`; returns how many.
-    pub(super) fn wake(&mut self, address: u64, count: u64, bitset: u32) -> u64 {
+    pub(super) fn wake(&mut self, cpu: &mut Cpu, address: u64, count: u64, bitset: u32) -> u64 {
         let mut woken = 0;
         for t in self.waiters(address, bitset) {
             if woken >= count {
                 break;
             }
-            self.threads[t].state = State::Runnable;
-            self.set_result(t, 0);
+            self.list[t].state = State::Runnable;
+            self.set_result(cpu, t, 0);
             woken += 1;
         }
         woken
@@ -292,26 +354,26 @@ impl Machine {
 
     /// The running thread exits (`exit`): its `clear_tid` is zeroed and
     /// woken. `Some(status)` when it was the last thread.
-    pub(super) fn exit_thread(&mut self, status: i32) -> Option<i32> {
+    pub(super) fn exit_thread(&mut self, m: &mut Parts<'_>, status: i32) -> Option<i32> {
         let me = self.current;
-        self.threads[me].state = State::Exited;
-        let clear = self.threads[me].clear_tid;
-        if clear != 0 && self.memory.store(clear, 4, 0).is_ok() {
-            self.wake(clear, 1, u32::MAX);
+        self.list[me].state = State::Exited;
+        let clear = self.list[me].clear_tid;
+        if clear != 0 && m.memory.store(clear, 4, 0).is_ok() {
+            self.wake(m.cpu, clear, 1, u32::MAX);
         }
-        let alive = self.threads.iter().any(|t| t.state != State::Exited);
+        let alive = self.list.iter().any(|t| t.state != State::Exited);
         (!alive).then_some(status)
     }
 
     /// A scheduling point of the running thread: picks the thread that
     /// runs next and its preemption slice (see the module docs), and
     /// switches to it. `Err` when no thread can run (a deadlock).
-    pub(super) fn schedule(&mut self, why: Why) -> Result<(), Exit> {
+    pub(super) fn schedule(&mut self, m: &mut Parts<'_>, why: Why) -> Result<(), Waiting> {
         let me = self.current;
-        self.time_out_waits(false);
+        self.time_out_waits(m, false);
         let gives_way = why.gives_way();
-        let me_runnable = self.threads[me].state == State::Runnable;
-        let n = self.threads.len();
+        let me_runnable = self.list[me].state == State::Runnable;
+        let n = self.list.len();
         let mut order = Vec::with_capacity(n);
         if me_runnable && !gives_way {
             order.push(me);
@@ -319,23 +381,21 @@ impl Machine {
         order.extend(
             (1..n)
                 .map(|i| (me + i) % n)
-                .filter(|&t| self.threads[t].state == State::Runnable),
+                .filter(|&t| self.list[t].state == State::Runnable),
         );
         if me_runnable && gives_way {
             order.push(me);
         }
-        if order.is_empty() && self.time_out_waits(true) {
-            order.extend((0..n).filter(|&t| self.threads[t].state == State::Runnable));
+        if order.is_empty() && self.time_out_waits(m, true) {
+            order.extend((0..n).filter(|&t| self.list[t].state == State::Runnable));
         }
         debug_assert!(
-            order
-                .iter()
-                .all(|&t| self.threads[t].state == State::Runnable),
+            order.iter().all(|&t| self.list[t].state == State::Runnable),
             "only runnable threads are offered"
         );
         debug_assert!(order.len() <= MAX_THREADS, "a choice fits one byte");
         let next = match order.len() {
-            0 => return Err(self.deadlock()),
+            0 => return Err(self.deadlock(m.cpu)),
             1 => order[0],
             len => {
                 let name = format!("dst emulator: thread to run at {}", why.name());
@@ -343,12 +403,13 @@ impl Machine {
                 debug_assert_eq!(width, 1, "at most MAX_THREADS threads");
                 let mut bytes = [0; 8];
                 let value = Value::Mod(len as u64);
-                order[self.decide(Kind::Schedule, &name, &mut bytes[..width], value) as usize]
+                order[decide(m, Kind::Schedule, &name, &mut bytes[..width], value) as usize]
             }
         };
         self.slice_end = u64::MAX;
         if order.len() > 1 {
-            let v = self.decide(
+            let v = decide(
+                m,
                 Kind::Change,
                 "dst emulator: preemption slice",
                 &mut [0; 2],
@@ -356,30 +417,29 @@ impl Machine {
             );
             if let Some(slice) = dst::decision::slice_of(v) {
                 debug_assert!(slice >= 1, "a preemption lets the thread run");
-                self.slice_end = self.cpu.retired + slice;
+                self.slice_end = m.cpu.retired + slice;
             }
         }
         if next != me {
-            self.switch_to(next, why, me_runnable);
+            self.switch_to(m, next, why, me_runnable);
         }
         Ok(())
     }
 
-    fn switch_to(&mut self, next: usize, why: Why, preempted: bool) {
+    fn switch_to(&mut self, m: &mut Parts<'_>, next: usize, why: Why, preempted: bool) {
         let me = self.current;
         debug_assert_ne!(next, me);
-        debug_assert_eq!(self.threads[next].state, State::Runnable);
-        let retired = self.cpu.retired;
-        let from_pc = self.cpu.pc;
-        self.cpu.reservation = None;
-        std::mem::swap(&mut self.cpu, &mut self.threads[me].cpu);
-        std::mem::swap(&mut self.cpu, &mut self.threads[next].cpu);
-        self.cpu.retired = retired;
-        self.cpu.reservation = None;
+        debug_assert_eq!(self.list[next].state, State::Runnable);
+        let retired = m.cpu.retired;
+        let from_pc = m.cpu.pc;
+        m.cpu.reservation = None;
+        std::mem::swap(m.cpu, &mut self.list[me].cpu);
+        std::mem::swap(m.cpu, &mut self.list[next].cpu);
+        m.cpu.retired = retired;
+        m.cpu.reservation = None;
         self.current = next;
         if preempted {
-            self.recorder
-                .count_interleaving(from_pc, self.cpu.pc ^ 0x5555);
+            m.recorder.count_interleaving(from_pc, m.cpu.pc ^ 0x5555);
         }
         if self.switches.len() < 100_000 {
             self.switches.push(Switch {
@@ -387,7 +447,7 @@ impl Machine {
                 why,
                 from: me as u32,
                 to: next as u32,
-                pc: self.cpu.pc,
+                pc: m.cpu.pc,
                 from_pc,
                 preempted,
             });
@@ -397,10 +457,10 @@ impl Machine {
     /// Wakes, timed out, the waits whose deadline passed; with `forced`
     /// (nothing can run), time first jumps to the earliest deadline.
     /// Returns whether a wait timed out.
-    fn time_out_waits(&mut self, forced: bool) -> bool {
+    fn time_out_waits(&mut self, m: &mut Parts<'_>, forced: bool) -> bool {
         if forced {
             let earliest = self
-                .threads
+                .list
                 .iter()
                 .filter_map(|t| match t.state {
                     State::Waiting { deadline, .. } => deadline,
@@ -408,19 +468,19 @@ impl Machine {
                 })
                 .min();
             match earliest {
-                Some(deadline) => self.now = self.now.max(deadline),
+                Some(deadline) => *m.now = (*m.now).max(deadline),
                 None => return false,
             }
         }
         let mut any = false;
-        for t in 0..self.threads.len() {
+        for t in 0..self.list.len() {
             if let State::Waiting {
                 deadline: Some(d), ..
-            } = self.threads[t].state
-                && d <= self.now
+            } = self.list[t].state
+                && d <= *m.now
             {
-                self.threads[t].state = State::Runnable;
-                self.set_result(t, -110); // ETIMEDOUT
+                self.list[t].state = State::Runnable;
+                self.set_result(m.cpu, t, -110); // ETIMEDOUT
                 any = true;
             }
         }
@@ -429,32 +489,31 @@ impl Machine {
 
     /// Sets thread `t`'s system call result (a0), in the machine's `cpu`
     /// when it is the running thread.
-    fn set_result(&mut self, t: usize, result: i64) {
+    fn set_result(&mut self, cpu: &mut Cpu, t: usize, result: i64) {
         if t == self.current {
-            self.cpu.x[10] = result as u64;
+            cpu.x[10] = result as u64;
         } else {
-            self.threads[t].cpu.x[10] = result as u64;
+            self.list[t].cpu.x[10] = result as u64;
         }
     }
 
-    fn deadlock(&self) -> Exit {
-        Exit::Deadlock {
-            waiting: self
-                .threads
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| match t.state {
-                    State::Waiting { address, .. } => {
-                        let pc = if i == self.current {
-                            self.cpu.pc
-                        } else {
-                            t.cpu.pc
-                        };
-                        Some((t.tid, address, pc))
-                    }
-                    _ => None,
-                })
-                .collect(),
-        }
+    fn deadlock(&self, cpu: &Cpu) -> Waiting {
+        self.list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| match t.state {
+                State::Waiting { address, .. } => {
+                    let pc = if i == self.current { cpu.pc } else { t.cpu.pc };
+                    Some((t.tid, address, pc))
+                }
+                _ => None,
+            })
+            .collect()
     }
+}
+
+/// A decision of the schedule, at a site named by text.
+fn decide(m: &mut Parts<'_>, kind: Kind, name: &str, bytes: &mut [u8], value: Value) -> u64 {
+    m.recorder
+        .decide_at(kind, SiteText::named(name), bytes, value)
 }
