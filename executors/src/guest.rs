@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use dst::catalog::{self, Kind as SiteKind};
-use dst::decision::{FAULT_THRESHOLD, Kind, Value, below_width};
+use dst::decision::{Kind, Value, below_width};
 use dst::protocol::SiteText;
 use dst::region::{Layout, Region};
 use object::{Object, ObjectSection};
@@ -200,8 +200,7 @@ pub fn call(
                     column: 0,
                     name: Some(&name),
                 };
-                recorder.decide_at(Kind::Fault, site, &mut [0], Value::AtLeast(FAULT_THRESHOLD))
-                    as i64
+                recorder.decide_at(Kind::Fault, site, &mut [0], Value::FAULT) as i64
             }
             ASSERT => {
                 let Some(&(index, kind)) = sites.by_address.get(&a0) else {

@@ -538,6 +538,7 @@ unsafe impl Sync for RegionRef<'_> {}
 impl<'a> RegionRef<'a> {
     /// The run's writes into this region (`dst_core`'s, one source with
     /// the KVM guest runtime).
+    #[inline]
     pub fn writer(&self) -> Writer<'a> {
         // SAFETY: the sections were validated against the region (or laid
         // out for it), which lives for `'a`.
@@ -546,6 +547,7 @@ impl<'a> RegionRef<'a> {
 
     /// The header: its per-run fields (the layout fields may have been
     /// written over by a target: read [`RegionRef::sections`] instead).
+    #[inline]
     pub fn header(&self) -> &'a Header {
         self.writer().header()
     }

@@ -817,7 +817,7 @@ fn fault_at(site: &'static Site, index: Option<usize>) -> bool {
         decision::Kind::Fault,
         DecisionSite::Fault(site),
         &mut byte,
-        Value::AtLeast(decision::FAULT_THRESHOLD),
+        Value::FAULT,
     ) != 0;
     if !__quiet() {
         let index = index.unwrap_or_else(|| site.index());

@@ -11,13 +11,10 @@ use clap::Args;
 use dst::catalog::SiteInfo;
 use dst_executors::Executor;
 
-use super::build::FuzzCrate;
 use super::level::{Level, Make, file_stem, shell_words};
-use crate::args::CampaignArgs;
 use crate::ci::batch;
 use crate::exit;
 use crate::exit::Failure;
-use crate::explore::Options;
 use crate::store::StoreError;
 
 /// A program to explore in its own process, over shared memory.
@@ -124,24 +121,20 @@ impl Level for CmdArgs {
         })
     }
 
-    /// Also the program's tokens, and a debugger command line for each
-    /// finding.
-    fn options(&self, fuzz: &FuzzCrate, name: &str, args: &CampaignArgs) -> Options {
-        let words = shell_words(&self.command);
-        let mut options = args.options(
-            name,
-            fuzz.corpus(name),
-            fuzz.findings(name),
-            fuzz.campaign(name),
-        );
-        if let Some(program) = self.command.first() {
-            options.tokens = super::tokens::from_program(Path::new(program));
-        }
-        options.reproduce = Some(serde_json::json!({
-            "explain": format!("cargo dst-fuzz replay {{input}} {}", self.target()),
-            "debugger": format!("DST_INPUT={{input}} gdb --args {words}"),
-        }));
-        options
+    /// The program's own strings (`cc --libfuzzer` puts them in a section).
+    fn tokens(&self) -> Vec<Vec<u8>> {
+        self.command
+            .first()
+            .map(|program| super::tokens::from_program(Path::new(program)))
+            .unwrap_or_default()
+    }
+
+    /// The program under gdb, with the finding as its input.
+    fn debugger(&self) -> Option<String> {
+        Some(format!(
+            "DST_INPUT={{input}} gdb --args {}",
+            shell_words(&self.command)
+        ))
     }
 
     /// Each program after `--`, without arguments.
@@ -158,6 +151,8 @@ impl Level for CmdArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::CampaignArgs;
+    use crate::driver::build::FuzzCrate;
 
     fn cmd(words: &[&str], defer: bool) -> CmdArgs {
         CmdArgs {

@@ -61,7 +61,9 @@ pub trait Level {
     }
 
     /// A campaign's options for the target's files under `name`: the
-    /// campaign flags, and findings that say how to replay them.
+    /// campaign flags, the target's [`Level::tokens`], and findings that
+    /// say how to replay them (and, with a [`Level::debugger`], how to
+    /// debug them).
     fn options(&self, fuzz: &FuzzCrate, name: &str, args: &CampaignArgs) -> Options {
         let mut options = args.options(
             name,
@@ -69,10 +71,26 @@ pub trait Level {
             fuzz.findings(name),
             fuzz.campaign(name),
         );
-        options.reproduce = Some(serde_json::json!({
+        options.tokens = self.tokens();
+        let mut reproduce = serde_json::json!({
             "explain": format!("cargo dst-fuzz replay {{input}} {}", self.target()),
-        }));
+        });
+        if let Some(debugger) = self.debugger() {
+            reproduce["debugger"] = debugger.into();
+        }
+        options.reproduce = Some(reproduce);
         options
+    }
+
+    /// Tokens for the explorer's token mutators: none by default.
+    fn tokens(&self) -> Vec<Vec<u8>> {
+        Vec::new()
+    }
+
+    /// A command line that runs a finding (`{input}`) under a debugger,
+    /// where the level has one.
+    fn debugger(&self) -> Option<String> {
+        None
     }
 
     /// The targets `ci --mode batch` runs, one code-change job each; `None`

@@ -483,21 +483,18 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Libfuzzer { harness, args } => libfuzzer::libfuzzer(&harness, &args),
         Cmd::Catalog { name, json, level } => {
             let file = name.as_deref().map(Path::new).filter(|p| p.is_file());
-            let level = match (level.selected()?, file) {
-                (Some(level), _) => Some(level),
-                // A module's imports need not all be there to list it.
-                (None, Some(path)) if wasm::is_module(path) => WasmArgs {
-                    wasm: Some(path.to_path_buf()),
-                    fuel: dst_executors::wasm::DEFAULT_FUEL,
-                    wasi_missing: wasm::MissingArg::Enosys,
-                    env: Vec::new(),
-                }
-                .level(&[])
-                .map(|l| Box::new(l) as Box<dyn Level>),
-                _ => None,
-            };
-            let sites = match (level, file) {
+            let sites = match (level.selected()?, file) {
                 (Some(level), _) => level.catalog()?,
+                // A module's imports need not all be there to list it.
+                (None, Some(path)) if wasm::is_module(path) => {
+                    let module = WasmArgs {
+                        wasm: Some(path.to_path_buf()),
+                        fuel: dst_executors::wasm::DEFAULT_FUEL,
+                        wasi_missing: wasm::MissingArg::Enosys,
+                        env: Vec::new(),
+                    };
+                    module.level(&[]).expect("--wasm was given").catalog()?
+                }
                 // Any binary linking libdst: its dst_catalog section,
                 // without running it.
                 (None, Some(path)) => dst_executors::elf::catalog(path)

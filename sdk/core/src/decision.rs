@@ -121,6 +121,10 @@ pub enum Value {
 }
 
 impl Value {
+    /// A fault's rule: it fires when its byte is at least
+    /// [`FAULT_THRESHOLD`].
+    pub const FAULT: Value = Value::AtLeast(FAULT_THRESHOLD);
+
     /// The value of a decision that consumed `bytes`.
     #[inline]
     pub fn of(self, bytes: &[u8]) -> u64 {

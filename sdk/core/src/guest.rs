@@ -46,7 +46,7 @@ fn rule(kind: u8, modulus: u64) -> Option<Value> {
     Some(match DecisionKind::from_u8(kind)? {
         DecisionKind::Below => Value::Mod(modulus.max(1)),
         DecisionKind::Bool => Value::Bit,
-        DecisionKind::Fault => Value::AtLeast(decision::FAULT_THRESHOLD),
+        DecisionKind::Fault => Value::FAULT,
         _ => Value::Be,
     })
 }

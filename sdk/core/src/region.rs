@@ -247,6 +247,7 @@ impl<'a> Writer<'a> {
     /// `base` must point at a region (8-aligned, starting with a
     /// [`Header`]) valid for reads and writes for `'a`, every section of
     /// `sections` inside it.
+    #[inline]
     pub unsafe fn new(base: *mut u8, sections: &'a Sections) -> Writer<'a> {
         debug_assert!(
             (base as usize).is_multiple_of(align_of::<Header>()),
@@ -266,21 +267,25 @@ impl<'a> Writer<'a> {
 
     /// The header: its per-run fields (the layout fields may have been
     /// written over by a target: read the sections instead).
+    #[inline]
     pub fn header(&self) -> &'a Header {
         // SAFETY: the region's memory starts with a header, 8-aligned, valid
         // for `'a` (`new`'s contract); every bit pattern is a valid `Header`.
         unsafe { &*(self.base as *const Header) }
     }
 
+    #[inline]
     pub fn base(&self) -> *mut u8 {
         self.base
     }
 
+    #[inline]
     pub fn sections(&self) -> &'a Sections {
         self.sections
     }
 
     /// The state of site `index`, if it fits the table.
+    #[inline]
     pub fn site(&self, index: usize) -> Option<&'a SiteState> {
         let s = self.sections;
         if index < s.sites_capacity {
@@ -294,6 +299,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Writes decision record `index` if it fits.
+    #[inline]
     pub fn put_decision(&self, index: u64, record: DecisionRecord) {
         let s = self.sections;
         if index < s.decisions_capacity as u64 {

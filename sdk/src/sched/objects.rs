@@ -5,7 +5,7 @@
 //! count as interleaving coverage.
 
 use super::{Op, Sched, Site, State, block, enter, run_next, set_pending, site_key};
-use crate::decision::{self, Kind, Value};
+use crate::decision::{Kind, Value};
 use crate::runtime;
 
 #[derive(Default)]
@@ -204,10 +204,5 @@ pub fn access(obj: usize, op: Op, site: Site) -> bool {
 /// Whether this condition variable wait wakes spuriously (a decision).
 fn spurious(site: Site) -> bool {
     let mut byte = [0u8; 1];
-    runtime::decide(
-        Kind::Fault,
-        site.decision(),
-        &mut byte,
-        Value::AtLeast(decision::FAULT_THRESHOLD),
-    ) != 0
+    runtime::decide(Kind::Fault, site.decision(), &mut byte, Value::FAULT) != 0
 }

@@ -103,7 +103,7 @@ impl<R: std::ops::Deref<Target = crate::region::Region>> Decide for crate::proto
             Kind::Fault,
             SiteText::named(fault.name()),
             &mut [0],
-            Value::AtLeast(decision::FAULT_THRESHOLD),
+            Value::FAULT,
         ) != 0
     }
 
