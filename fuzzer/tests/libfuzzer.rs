@@ -1,7 +1,9 @@
 //! libFuzzer harnesses under dst: `cc --libfuzzer` links an unmodified
-//! harness with libdst's main; the program runs files and fuzzes by itself
-//! as a libFuzzer binary does (flags, corpus folder, `crash-<sha1>`, exit
-//! 77), and `run --cmd` explores it with dst.h faults beside its bytes.
+//! harness with the fuzzing engine (libdst_engine.a); the program runs
+//! files and fuzzes by itself, in its own process, as a libFuzzer binary
+//! does (flags, corpus folder, `crash-<sha1>`, exit 77, `-merge=1`), with
+//! nothing else installed; and `run --cmd` explores it from outside with
+//! dst.h faults beside its bytes.
 
 mod common;
 
@@ -43,16 +45,32 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
         .unwrap();
     assert_eq!(custom.status.code(), Some(9), "{}", text(&custom));
 
-    // A corpus folder: it fuzzes (through cargo-dst-fuzz), stops at the
-    // crash, writes crash-<sha1> of the harness's bytes and the corpus.
-    let corpus = dir.join("corpus");
-    let artifacts = format!("{}/", dir.display());
-    let run = Command::new(&magic)
-        .args(["-seed=2", "-runs=60000", "-no_such_flag=1"])
-        .arg(format!("-artifact_prefix={artifacts}"))
-        .arg(&corpus)
-        .env("DST_FUZZ_BIN", env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
-        .env("DST_NO_AFFINITY", "1")
+    // A corpus folder: it fuzzes by itself, alone in an empty folder with
+    // an empty environment and ClusterFuzzLite's flags (nothing of dst on
+    // PATH), stops at the crash, writes crash-<sha1> of the harness's bytes
+    // and the corpus.
+    let alone = dir.join("out");
+    std::fs::create_dir_all(&alone).unwrap();
+    let copied = alone.join("magic");
+    std::fs::copy(&magic, &copied).unwrap();
+    let dict = alone.join("magic.dict");
+    std::fs::write(&dict, "# a libFuzzer dictionary\n\"RECORD\"\n").unwrap();
+    let corpus = alone.join("corpus");
+    let run = Command::new(&copied)
+        .env_clear()
+        .current_dir(&alone)
+        .args([
+            "-seed=2",
+            "-runs=60000",
+            "-max_total_time=600",
+            "-timeout=25",
+            "-rss_limit_mb=2560",
+            "-print_final_stats=1",
+            "-no_such_flag=1",
+            "-artifact_prefix=./",
+        ])
+        .arg(format!("-dict={}", dict.display()))
+        .arg("corpus")
         .output()
         .unwrap();
     let shown = text(&run);
@@ -61,7 +79,7 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
         shown.contains("WARNING: unrecognized flag '-no_such_flag=1'"),
         "{shown}"
     );
-    let crash = std::fs::read_dir(&dir)
+    let crash = std::fs::read_dir(&alone)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| {
@@ -77,7 +95,7 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
     let name = crash.file_name().unwrap().to_string_lossy().into_owned();
     assert_eq!(name, format!("crash-{}", sha1_name(&data)));
     assert!(
-        shown.contains(&format!("Test unit written to {}", crash.display())),
+        shown.contains(&format!("Test unit written to ./{name}")),
         "{shown}"
     );
     let kept: Vec<_> = std::fs::read_dir(&corpus).unwrap().collect();
@@ -85,6 +103,34 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
         !kept.is_empty(),
         "the campaign's inputs are in the corpus folder"
     );
+
+    // -merge=1 (ClusterFuzzLite's corpus pruning): the corpus files that
+    // add coverage go into an empty folder; a second merge adds none.
+    let merged = alone.join("merged");
+    std::fs::create_dir_all(&merged).unwrap();
+    let merge = |label: &str| {
+        let out = Command::new(&copied)
+            .env_clear()
+            .current_dir(&alone)
+            .args(["-merge=1", "-timeout=25", "-rss_limit_mb=2560"])
+            .arg(format!("-dict={}", dict.display()))
+            .args(["merged", "corpus"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{label}: {}", text(&out));
+        text(&out)
+    };
+    let first = merge("first merge");
+    let count = std::fs::read_dir(&merged).unwrap().count();
+    assert!(
+        count > 0 && count <= kept.len(),
+        "{count} of {}: {first}",
+        kept.len()
+    );
+    assert!(first.contains(&format!("{count} new files")), "{first}");
+    let second = merge("second merge");
+    assert!(second.contains(" 0 new files"), "{second}");
+    assert_eq!(std::fs::read_dir(&merged).unwrap().count(), count);
 
     // The artifact reproduces in the harness by itself, and its dst input
     // (every decision) under the explorer's replay.
@@ -219,12 +265,7 @@ fn a_harness_built_with_clang_finds_the_magic_through_trace_cmp() {
         return;
     }
     let dir = tempdir("clang");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "dst-c"])
-        .current_dir(common::root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "libdst builds");
+    common::build_engine();
     let magic = dir.join("magic");
     let built = Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
         .args(["dst-fuzz", "cc", "--libfuzzer", "-o"])
@@ -238,7 +279,6 @@ fn a_harness_built_with_clang_finds_the_magic_through_trace_cmp() {
         .args(["-seed=3", "-runs=60000"])
         .arg(format!("-artifact_prefix={}/", dir.display()))
         .arg(dir.join("corpus"))
-        .env("DST_FUZZ_BIN", env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
         .env("DST_NO_AFFINITY", "1")
         .output()
         .unwrap();

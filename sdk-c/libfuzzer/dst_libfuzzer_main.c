@@ -1,7 +1,7 @@
 /* main for a libFuzzer harness under dst (what `cargo dst-fuzz cc
  * --libfuzzer` links, and what LIB_FUZZING_ENGINE can name with -ldst): it
  * hands the harness's functions to libdst, which runs it under an explorer
- * or by itself as libFuzzer binaries run (see sdk-c/src/libfuzzer.rs). */
+ * or by itself as libFuzzer binaries run (see sdk-c/api/src/libfuzzer.rs). */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -120,6 +120,9 @@ pub struct Flags {
     pub use_cmp: Option<bool>,
     /// `-help=1`.
     pub help: bool,
+    /// `-merge=1`: the files of the second and later folders that add
+    /// coverage go into the first.
+    pub merge: bool,
     /// Corpus directories and input files, in order.
     pub inputs: Vec<PathBuf>,
     /// libFuzzer flags dst accepts and does not act on (`-jobs`,
@@ -174,6 +177,7 @@ const IGNORED: &[&str] = &[
     "ignore_crashes",
     "ignore_timeouts",
     "ignore_ooms",
+    "merge_control_file",
 ];
 
 /// A flag with a value it cannot take.
@@ -244,6 +248,7 @@ impl Flags {
             "error_exitcode" => self.error_exitcode = Some(number(name, value)?),
             "timeout_exitcode" => self.timeout_exitcode = Some(number(name, value)?),
             "help" => self.help = value.trim() != "0",
+            "merge" => self.merge = value.trim() != "0",
             "use_cmp" => self.use_cmp = Some(value.trim() != "0"),
             "dict" => self.dict = Some(PathBuf::from(value)),
             "artifact_prefix" => self.artifact_prefix = Some(value.to_string()),

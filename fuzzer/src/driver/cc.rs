@@ -10,13 +10,14 @@
 //!   and friends, dst.h's functions as hypercalls) and trace-pc edge
 //!   coverage of the program's own code (not the runtime's);
 //! - `--libfuzzer`, an unmodified libFuzzer harness (`LLVMFuzzerTestOneInput`)
-//!   for the process executor: `$CC` or `cc` (`$CXX` or `c++` when a source
-//!   is C++), trace-pc edges and trace-cmp comparisons on the harness's
+//!   `$CC` or `cc` (`$CXX` or `c++` when a source is C++), edges (clang's
+//!   inline 8-bit counters, gcc's trace-pc) and trace-cmp comparisons on the harness's
 //!   sources (and, in C, its `memcmp`/`strcmp`/`strncmp` logged through
-//!   `sdk-c/libfuzzer/dst_cmplog.h`), libdst's libFuzzer
-//!   `main` (`sdk-c/libfuzzer/dst_libfuzzer_main.c`) and `libdst.a`
-//!   (found in `$DST_LIB_DIR`, beside this tool, or by `pkg-config dst`),
-//!   so the program runs anywhere, explored or by itself.
+//!   `sdk-c/libfuzzer/dst_cmplog.h`), and the fuzzing engine,
+//!   `libdst_engine.a` (`engine/`: `main`, the explorer and dst.h's
+//!   functions; found in `$DST_LIB_DIR`, beside this tool, or by
+//!   `pkg-config dst`), so the program fuzzes by itself anywhere, in its
+//!   own process, and still runs under an outside explorer.
 //!
 //! (The KVM build itself is `dst_executors::kvm::build`.) dst.h, the
 //! runtimes and the linker script are compiled into this tool,
@@ -36,7 +37,6 @@ use crate::exit::Failure;
 
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RISCV_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_riscv.c");
-const LIBFUZZER_MAIN: &str = include_str!("../../../sdk-c/libfuzzer/dst_libfuzzer_main.c");
 const CMPLOG_H: &str = include_str!("../../../sdk-c/libfuzzer/dst_cmplog.h");
 
 /// The level a guest is built for.
@@ -127,8 +127,16 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
             }
         }
         Level::Libfuzzer => {
-            let lib = libdst_dir()?;
-            std::fs::write(dir.join("dst_libfuzzer_main.c"), LIBFUZZER_MAIN).map_err(unwritable)?;
+            let engine = lib_dir(ENGINE_LIB)?.join(ENGINE_LIB);
+            // clang: inline 8-bit counters, the in-process executor's edge
+            // map (as -fsanitize=fuzzer-no-link makes them; the flag itself
+            // is not given, so that clang links none of its own
+            // callbacks); gcc has only trace-pc, hashed into the region.
+            let edges = if is_clang(&compiler) {
+                "-fsanitize-coverage=inline-8bit-counters,trace-cmp"
+            } else {
+                "-fsanitize-coverage=trace-pc,trace-cmp"
+            };
             std::fs::write(dir.join("dst_cmplog.h"), CMPLOG_H).map_err(unwritable)?;
             let (sources, compile, link) = split_args(args);
             let mut objects = Vec::new();
@@ -137,9 +145,7 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
                 // Edges and comparisons; a C source's memcmp and friends
                 // become libdst's logged ones (dst_cmplog.h).
                 let mut command = Command::new(&compiler);
-                command
-                    .args(["-g", "-O1", "-fsanitize-coverage=trace-pc,trace-cmp", "-I"])
-                    .arg(dir);
+                command.args(["-g", "-O1", edges, "-I"]).arg(dir);
                 if !is_source(source, true) {
                     command.arg("-include").arg(dir.join("dst_cmplog.h"));
                 }
@@ -173,23 +179,13 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
                 return Err(failed("compilation of the token section", status));
             }
             objects.push(tokens_o);
-            // The driver's main, without coverage (its edges are not the
-            // harness's), and libdst, statically: the program runs by
-            // itself wherever it is copied (OSS-Fuzz's $OUT).
-            let main = dir.join("main.o");
-            let status = run(Command::new(&compiler)
-                .args(["-x", "c", "-O1", "-c"])
-                .arg(dir.join("dst_libfuzzer_main.c"))
-                .arg("-o")
-                .arg(&main))?;
-            if !status.success() {
-                return Err(failed("compilation of libdst's main", status));
-            }
+            // The fuzzing engine, statically (its main, the explorer and
+            // dst.h's functions): the program fuzzes by itself wherever it
+            // is copied (OSS-Fuzz's $OUT).
             let status = run(Command::new(&compiler)
                 .args(&objects)
-                .arg(&main)
                 .args(&compile)
-                .arg(lib.join("libdst.a"))
+                .arg(&engine)
                 .args(&link)
                 .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
                 .arg("-o")
@@ -251,10 +247,21 @@ fn split_args(args: &[OsString]) -> (Vec<&OsString>, Vec<&OsString>, Vec<&OsStri
     (sources, compile, link)
 }
 
-/// The folder holding `libdst.a`: `$DST_LIB_DIR`, this tool's own folder
-/// (a cargo build of the workspace puts both there), `../lib` beside it, or
-/// `pkg-config --variable=libdir dst`.
-fn libdst_dir() -> Result<PathBuf, Failure> {
+/// The fuzzing engine's library (`engine/`).
+pub const ENGINE_LIB: &str = "libdst_engine.a";
+
+/// Whether `compiler` is clang (it says so in `--version`).
+fn is_clang(compiler: &std::ffi::OsStr) -> bool {
+    Command::new(compiler)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("clang"))
+}
+
+/// The folder holding the library `file`: `$DST_LIB_DIR`, this tool's own
+/// folder (a cargo build of the workspace puts both there), `../lib` beside
+/// it, or `pkg-config --variable=libdir dst`.
+pub fn lib_dir(file: &str) -> Result<PathBuf, Failure> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(dir) = std::env::var_os("DST_LIB_DIR") {
         candidates.push(dir.into());
@@ -273,8 +280,15 @@ fn libdst_dir() -> Result<PathBuf, Failure> {
     {
         candidates.push(String::from_utf8_lossy(&out.stdout).trim().into());
     }
-    candidates.into_iter().find(|d| d.join("libdst.a").is_file()).ok_or(Failure::new(exit::SETUP_FAILED, "cannot find libdst.a: build it (cargo build -p dst-c), install it (make -C sdk-c install), or set DST_LIB_DIR",
-    ))
+    candidates
+        .into_iter()
+        .find(|d| d.join(file).is_file())
+        .ok_or_else(|| {
+            Failure::new(
+                exit::SETUP_FAILED,
+                format!("cannot find {file}: build it (cargo build -p dst-engine), install it (make -C sdk-c install), or set DST_LIB_DIR"),
+            )
+        })
 }
 
 #[cfg(test)]

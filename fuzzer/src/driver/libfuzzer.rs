@@ -25,6 +25,11 @@
 //!
 //! dst's own campaign files live in a temporary folder that is removed at
 //! the end: the corpus folder is the state, as for libFuzzer.
+//!
+//! [`in_process`] is the same command line for a harness that links the
+//! fuzzing engine (`engine/`, `libdst_engine.a`): the harness runs in the
+//! explorer's own process, one call per run (the in-process executor), and
+//! needs no `cargo-dst-fuzz`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -57,8 +62,38 @@ fn sha1_hex(data: &[u8]) -> String {
         .collect()
 }
 
+/// Where the harness runs.
+enum Subject {
+    /// Its own program, through the process executor.
+    Program,
+    /// This process: the harness's entry point, as an in-process target.
+    Here(crate::cli::Target),
+}
+
 /// Runs the libFuzzer command line `args` on `harness`.
 pub fn libfuzzer(harness: &Path, args: &[String]) -> Result<i32, Failure> {
+    run(harness, args, Subject::Program)
+}
+
+/// Runs the libFuzzer command line `args` (the program's, without its
+/// name) on `target`, a harness linked into this program, in this
+/// process. Returns the exit status (after printing a failure).
+pub fn in_process(args: &[String], target: crate::cli::Target) -> i32 {
+    let code = match std::fs::read_link("/proc/self/exe") {
+        Ok(me) => run(&me, args, Subject::Here(target)).unwrap_or_else(|failure| {
+            eprintln!("dst: {}", failure.message);
+            failure.code
+        }),
+        Err(err) => {
+            eprintln!("dst: cannot find this program's path: {err}");
+            exit::SETUP_FAILED
+        }
+    };
+    crate::explore::report_exit(code);
+    code
+}
+
+fn run(harness: &Path, args: &[String], subject: Subject) -> Result<i32, Failure> {
     let mut flags = Flags::default();
     let options_file = sibling(harness, ".options");
     if let Ok(text) = std::fs::read_to_string(&options_file) {
@@ -79,7 +114,7 @@ pub fn libfuzzer(harness: &Path, args: &[String]) -> Result<i32, Failure> {
         ));
     }
     let files = !flags.inputs.is_empty() && flags.inputs.iter().all(|p| p.is_file());
-    if flags.help || files {
+    if (flags.help || files) && matches!(subject, Subject::Program) {
         // The harness runs files (and prints libFuzzer's help) itself.
         let status = std::process::Command::new(harness)
             .args(args)
@@ -113,10 +148,131 @@ pub fn libfuzzer(harness: &Path, args: &[String]) -> Result<i32, Failure> {
     // harness inherits the variable.
     unsafe { std::env::set_var(lf::MAX_LEN_ENV, max_len.to_string()) };
 
+    if flags.merge {
+        return merge(harness, subject, &flags, &corpus_dirs, max_len);
+    }
     let work = std::env::temp_dir().join(format!("dst-libfuzzer-{}", std::process::id()));
-    let result = campaign(harness, &flags, &corpus_dirs, &seeds, max_len, &work);
+    let result = campaign(
+        harness,
+        subject,
+        &flags,
+        &corpus_dirs,
+        &seeds,
+        max_len,
+        &work,
+    );
     let _ = std::fs::remove_dir_all(&work);
     result
+}
+
+/// The subject's executor (with a limit of `timeout` per run, where the
+/// executor enforces one).
+fn executor(
+    harness: &Path,
+    subject: Subject,
+    timeout: Duration,
+) -> Result<Box<dyn dst_executors::Executor>, Failure> {
+    Ok(match subject {
+        Subject::Program => CmdArgs {
+            cmd: true,
+            defer: true,
+            command: vec![harness.as_os_str().to_owned()],
+        }
+        .executor(timeout)?,
+        Subject::Here(target) => {
+            // Edges from the harness's inline 8-bit counters (clang's
+            // -fsanitize=fuzzer-no-link); without them, gcc's trace-pc
+            // edges, hashed into the region's map, which then needs room.
+            let layout = dst::region::Layout {
+                sites_capacity: dst::catalog::count().max(1),
+                coverage_size: if dst_executors::edges::instrumented() {
+                    dst_executors::inprocess::DECISION_COVERAGE
+                } else {
+                    1 << 16
+                },
+                ..dst::region::Layout::default()
+            };
+            Box::new(dst_executors::InProcess::with_layout(target, layout))
+        }
+    })
+}
+
+/// `-merge=1`: runs the files of the first folder, then those of the
+/// others, smallest first, and copies into the first folder each file that
+/// reaches an edge (or an edge's count bucket) no earlier file reached, as
+/// libFuzzer's merge does. (An input that kills the process ends the merge
+/// in this process; libFuzzer's merge goes on in a new one.)
+fn merge(
+    harness: &Path,
+    subject: Subject,
+    flags: &Flags,
+    corpus_dirs: &[&PathBuf],
+    max_len: usize,
+) -> Result<i32, Failure> {
+    let Some((first, others)) = corpus_dirs.split_first() else {
+        return Err(Failure::new(
+            exit::USAGE,
+            "-merge=1 needs the folder to merge into and at least one more",
+        ));
+    };
+    let timeout = Duration::from_secs(flags.timeout.unwrap_or(1200).max(1));
+    let mut exec = executor(harness, subject, timeout)?;
+    let mut reached: Vec<u8> = Vec::new();
+    let mut run = |data: &[u8]| -> usize {
+        let maps = exec.coverage();
+        for map in [&maps.edges, &maps.decisions] {
+            // SAFETY: the executor's maps, between runs.
+            unsafe { std::ptr::write_bytes(map.as_mut_ptr(), 0, map.len()) };
+        }
+        let _ = exec.execute(&lf::encode(&data[..data.len().min(max_len)]));
+        let maps = exec.coverage();
+        let mut seen = Vec::with_capacity(maps.edges.len() + maps.decisions.len());
+        for map in [&maps.edges, &maps.decisions] {
+            // SAFETY: as above; the run has ended.
+            let counts = unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), map.len()) };
+            crate::explore::feedback::classify_counts(counts);
+            seen.extend_from_slice(counts);
+        }
+        reached.resize(seen.len(), 0);
+        let mut new = 0;
+        for (old, now) in reached.iter_mut().zip(&seen) {
+            if *now & !*old != 0 {
+                new += 1;
+                *old |= *now;
+            }
+        }
+        new
+    };
+    let mut initial = Vec::new();
+    read_dir_files(first, &mut initial)?;
+    for data in &initial {
+        run(data);
+    }
+    let mut candidates = Vec::new();
+    for dir in others {
+        read_dir_files(dir, &mut candidates)?;
+    }
+    candidates.sort_by_key(Vec::len);
+    let (mut files, mut features) = (0, 0);
+    for data in &candidates {
+        let new = run(data);
+        if new == 0 {
+            continue;
+        }
+        let path = first.join(sha1_hex(data));
+        if !path.exists() {
+            dst_kernel::write_atomic(&path, data)
+                .map_err(|e| Failure::new(exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
+            files += 1;
+        }
+        features += new;
+    }
+    eprintln!(
+        "MERGE-OUTER: {} files, {} in the initial corpus; {files} new files with {features} new features added",
+        initial.len() + candidates.len(),
+        initial.len()
+    );
+    Ok(exit::OK)
 }
 
 fn read_dir_files(dir: &Path, into: &mut Vec<Vec<u8>>) -> Result<(), Failure> {
@@ -165,6 +321,7 @@ fn read_zip(path: &Path, into: &mut Vec<Vec<u8>>) -> Result<(), Failure> {
 
 fn campaign(
     harness: &Path,
+    subject: Subject,
     flags: &Flags,
     corpus_dirs: &[&PathBuf],
     seeds: &[Vec<u8>],
@@ -203,19 +360,39 @@ fn campaign(
         let dict = sibling(harness, ".dict");
         dict.is_file().then_some(dict)
     });
-    let cmd = CmdArgs {
-        cmd: true,
-        defer: true,
-        command: vec![harness.as_os_str().to_owned()],
-    };
-    let exec = cmd.executor(options.timeout)?;
-    let catalog = exec.catalog().to_vec();
-    let make = cmd.clients(exec, options.timeout);
     let output = crate::cli::Output {
         json: false,
         quiet: false,
     };
-    crate::cli::campaign(make, &catalog, &options, 1, output).map_err(Failure::from)?;
+    let replay = match subject {
+        Subject::Program => {
+            let cmd = CmdArgs {
+                cmd: true,
+                defer: true,
+                command: vec![harness.as_os_str().to_owned()],
+            };
+            let exec = cmd.executor(options.timeout)?;
+            let catalog = exec.catalog().to_vec();
+            let make = cmd.clients(exec, options.timeout);
+            crate::cli::campaign(make, &catalog, &options, 1, output).map_err(Failure::from)?;
+            format!(
+                "cargo dst-fuzz replay {{}} --cmd --defer -- {}",
+                harness.display()
+            )
+        }
+        here => {
+            let exec = executor(harness, here, options.timeout)?;
+            crate::cli::campaign(
+                move || Ok(exec),
+                &dst::catalog::sites(),
+                &options,
+                1,
+                output,
+            )
+            .map_err(Failure::from)?;
+            format!("DST_INPUT={{}} {}", harness.display())
+        }
+    };
 
     if let Some(first) = corpus_dirs.first() {
         for input in crate::store::load_corpus(&options.corpus_dir).map_err(Failure::from)? {
@@ -262,10 +439,9 @@ fn campaign(
             artifact.display()
         );
         eprintln!(
-            "dst: every decision of the run is in {}: cargo dst-fuzz replay {} --cmd --defer -- {}",
+            "dst: every decision of the run is in {}: {}",
             dst_input.display(),
-            dst_input.display(),
-            harness.display()
+            replay.replace("{}", &dst_input.display().to_string())
         );
         code = if timeout {
             flags.timeout_exit()

@@ -67,6 +67,16 @@ pub fn find_and_replay(dir: &Path, level: &[&str], runs: &str) -> (serde_json::V
     (record, shown)
 }
 
+/// Builds the fuzzing engine, libdst_engine.a, beside cargo-dst-fuzz.
+pub fn build_engine() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dst-engine"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the fuzzing engine builds");
+}
+
 /// `source` built natively against libdst (built first) into `out`.
 pub fn native_with_libdst(source: &Path, out: &Path) {
     let status = Command::new(env!("CARGO"))
@@ -163,15 +173,10 @@ pub fn same_decisions_and_ends(native: &mut dyn Executor, guest: &mut dyn Execut
     assert!(failures > 0, "some inputs fail, at both levels");
 }
 
-/// Builds libdst (for libdst.a), then `examples/libfuzzer/NAME.c` into
-/// `dir` with `cc --libfuzzer`.
+/// Builds the fuzzing engine (libdst_engine.a), then
+/// `examples/libfuzzer/NAME.c` into `dir` with `cc --libfuzzer`.
 pub fn libfuzzer_harness(dir: &Path, name: &str) -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "dst-c"])
-        .current_dir(root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "libdst builds");
+    build_engine();
     let out = dir.join(name);
     let source = root().join(format!("examples/libfuzzer/{name}.c"));
     let built = driver(

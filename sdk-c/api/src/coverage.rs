@@ -76,7 +76,7 @@ fn bump(map: *mut u8, slot: usize) {
 }
 
 /// The `trace-pc` callback: passes its return address (the edge's call site)
-/// to [`dst_cov_edge`]. Naked, because the return address is only at the
+/// to `dst_cov_edge`. Naked, because the return address is only at the
 /// top of the stack before any prologue.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]

@@ -1,7 +1,9 @@
-//! The `main` of a libFuzzer harness: `cargo dst-fuzz cc --libfuzzer`
-//! links `libfuzzer/dst_libfuzzer_main.c`, whose `main` calls
-//! [`dst_libfuzzer_main`] with the harness's `LLVMFuzzerTestOneInput` and
-//! (if it has one) `LLVMFuzzerInitialize`, as AFL++'s libAFLDriver does.
+//! The `main` of a libFuzzer harness: `libfuzzer/dst_libfuzzer_main.c`
+//! (which `-ldst` harnesses link) calls [`dst_libfuzzer_main`], and the
+//! fuzzing engine's `main` (`engine/`, what `cargo dst-fuzz cc
+//! --libfuzzer` and `$LIB_FUZZING_ENGINE` link) calls [`main_with`], with
+//! the harness's `LLVMFuzzerTestOneInput` and (if it has one)
+//! `LLVMFuzzerInitialize`, as AFL++'s libAFLDriver does.
 //!
 //! - Under dst (an explorer's region or fork server, or a `DST_INPUT` /
 //!   `DST_SEED` replay): `LLVMFuzzerInitialize` runs once, setup is
@@ -13,8 +15,10 @@
 //!   and `-max_len` as libFuzzer applies them; a deadly signal or timeout
 //!   exits with libFuzzer's status, 77 or 70), and dst.h decisions inside
 //!   take their nominal values. Otherwise (corpus directories, or nothing)
-//!   it fuzzes: it runs `cargo-dst-fuzz libfuzzer` on itself with the same
-//!   arguments (`$DST_FUZZ_BIN`, else `cargo-dst-fuzz` on `PATH`).
+//!   it fuzzes, as its [`Engine`] does: libdst's runs `cargo-dst-fuzz
+//!   libfuzzer` on the harness with the same arguments (`$DST_FUZZ_BIN`,
+//!   else `cargo-dst-fuzz` on `PATH`); the engine library explores in the
+//!   harness's own process.
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -33,7 +37,24 @@ static CRASH_EXIT: AtomicI32 = AtomicI32::new(lf::ERROR_EXITCODE);
 static TIMEOUT_EXIT: AtomicI32 = AtomicI32::new(lf::TIMEOUT_EXITCODE);
 static TIMEOUT_SECONDS: AtomicU64 = AtomicU64::new(0);
 
-/// The harness's `main`: see the module doc. Returns `main`'s status.
+/// What a harness's `main` does beyond libdst's common part.
+pub struct Engine {
+    /// Fuzzes the harness, given `main`'s arguments (no files among them;
+    /// `LLVMFuzzerInitialize` has run). Returns the exit status.
+    pub fuzz: fn(args: &[String], test: TestOneInput) -> c_int,
+    /// Called after each run under an outside explorer (the engine copies
+    /// its edge counters into the region there).
+    pub after_run: fn(),
+}
+
+/// libdst's: fuzzing runs `cargo-dst-fuzz`.
+const LIBDST: Engine = Engine {
+    fuzz: |args, _| fuzz(args),
+    after_run: || {},
+};
+
+/// The harness's `main` with libdst's [`Engine`]: see the module doc.
+/// Returns `main`'s status.
 ///
 /// # Safety
 /// `argc` and `argv` are `main`'s (as pointers); `test` and `init` are the
@@ -44,6 +65,21 @@ pub unsafe extern "C" fn dst_libfuzzer_main(
     argv: *mut *mut *mut c_char,
     test: Option<TestOneInput>,
     init: Option<Initialize>,
+) -> c_int {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { main_with(argc, argv, test, init, &LIBDST) }
+}
+
+/// The harness's `main` with `engine`: see the module doc.
+///
+/// # Safety
+/// As for [`dst_libfuzzer_main`].
+pub unsafe fn main_with(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    test: Option<TestOneInput>,
+    init: Option<Initialize>,
+    engine: &Engine,
 ) -> c_int {
     let Some(test) = test else {
         eprintln!("dst: no LLVMFuzzerTestOneInput in this program");
@@ -65,6 +101,7 @@ pub unsafe extern "C" fn dst_libfuzzer_main(
             let data = lf::input(max_len);
             // SAFETY: the harness's entry point, with a buffer it may read.
             unsafe { test(data.as_ptr(), data.len()) };
+            (engine.after_run)();
         });
         return 0;
     }
@@ -87,7 +124,7 @@ pub unsafe extern "C" fn dst_libfuzzer_main(
         // SAFETY: a test of the harness in this process, as libFuzzer's.
         unsafe { run_files(&flags, test) }
     } else {
-        fuzz(&args)
+        (engine.fuzz)(&args, test)
     }
 }
 
@@ -99,7 +136,9 @@ Usage (a libFuzzer harness linked by cargo dst-fuzz cc --libfuzzer):
     ./harness [-flag=value ...] file1 [file2 ...]
 Flags: -runs -max_total_time -seed -max_len -timeout -dict -artifact_prefix
        -exact_artifact_path -error_exitcode -timeout_exitcode -help
-Fuzzing runs cargo-dst-fuzz (on PATH, or $DST_FUZZ_BIN).";
+Fuzzing explores in this process when the harness links dst's engine
+library (cargo dst-fuzz cc --libfuzzer, $LIB_FUZZING_ENGINE), else runs
+cargo-dst-fuzz (on PATH, or $DST_FUZZ_BIN).";
 
 /// Whether dst drives this process.
 fn under_dst() -> bool {
