@@ -155,7 +155,11 @@ pub(crate) fn save_corpus<S: HasCorpus<BytesInput>>(
         let bytes = input.as_ref();
         let path = dir.join(corpus_name(bytes));
         if !path.exists() {
-            write(&path, bytes)?;
+            // Made again by any campaign that needs it: not synced.
+            dst_kernel::write_unsynced(&path, bytes).map_err(|source| StoreError::Unwritable {
+                path: path.clone(),
+                source,
+            })?;
         }
     }
     Ok(count)

@@ -40,6 +40,19 @@ pub use shrink::{Shrunk, bisect_prefix, normalize, shortlex_less, shrink};
 /// synced, then renamed over `path`. A crash at any point leaves either the
 /// old file or the new one, never a torn one.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` as [`write_atomic`] does but without the sync:
+/// readers see the old file or the whole new one, and a machine crash may
+/// lose it. For files a campaign can make again (corpus entries, which it
+/// writes hundreds of a second at its start, where each sync cost a
+/// millisecond).
+pub fn write_unsynced(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, false)
+}
+
+fn write_replacing(path: &std::path::Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     use std::io::Write;
     let name = path
         .file_name()
@@ -52,7 +65,9 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

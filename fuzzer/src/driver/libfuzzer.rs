@@ -336,17 +336,17 @@ fn campaign(
     // -use_cmp=0: no comparison log (the dictionaries stay).
     options.cmplog = flags.use_cmp != Some(false);
     options.tokens = super::tokens::from_program(harness);
-    // Besides the corpus: a short string of zeros, and each of the
-    // harness's own strings as a whole input, so mutation starts from data
-    // bytes (not from a random tail's) and from its magic values; each
-    // stays only if it adds coverage.
+    // The corpus, then a short string of zeros and each of the harness's
+    // own strings as a whole input, so mutation starts from data bytes
+    // (not from a random tail's) and from its magic values; each stays
+    // (and is written) only if it adds coverage.
     let starts = std::iter::once(vec![0u8; 8]).chain(options.tokens.iter().cloned());
-    for seed in seeds.iter().cloned().chain(starts) {
-        let input = lf::encode(&seed[..seed.len().min(max_len)]);
-        let path = options.corpus_dir.join(sha1_hex(&input));
-        dst_kernel::write_atomic(&path, &input)
-            .map_err(|e| Failure::new(exit::UNWRITABLE, format!("{}: {e}", path.display())))?;
-    }
+    options.seeds = seeds
+        .iter()
+        .cloned()
+        .chain(starts)
+        .map(|seed| lf::encode(&seed[..seed.len().min(max_len)]))
+        .collect();
     options.runs = flags.runs.and_then(|r| u64::try_from(r).ok());
     options.time = flags
         .max_total_time
@@ -399,7 +399,7 @@ fn campaign(
             let data = lf::decode(&input, max_len);
             let path = first.join(sha1_hex(&data));
             if !path.exists() {
-                dst_kernel::write_atomic(&path, &data).map_err(|e| {
+                dst_kernel::write_unsynced(&path, &data).map_err(|e| {
                     Failure::new(exit::UNWRITABLE, format!("{}: {e}", path.display()))
                 })?;
             }

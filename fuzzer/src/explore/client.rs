@@ -239,6 +239,7 @@ fn client_inner<EM: ClientManager>(
         // strategy decision), each then a random schedule of a random
         // strategy (direct, PCT, POS) for mutation to start from.
         let mut seeds = store::load_corpus(&options.corpus_dir)?;
+        seeds.extend(options.seeds.iter().cloned());
         seeds.push(Vec::new());
         // A seed that crashes the client (a panic ends the process under
         // LibAFL's handler, which saves the state and the crash) is behind

@@ -122,15 +122,24 @@ pub fn replacements(c: &Comparison) -> Vec<(Vec<u8>, Vec<u8>)> {
     pairs
 }
 
-/// Where `needle` occurs in `bytes[from..]`, at most `max` places.
+/// Where `needle` occurs in `bytes[from..]` (overlapping places too), at
+/// most `max` places. memchr's searcher: a byte-by-byte comparison at
+/// every place was a seventh of a real harness's time (expat).
 fn places(bytes: &[u8], from: usize, needle: &[u8], max: usize) -> Vec<usize> {
     if needle.is_empty() || bytes.len() < from + needle.len() {
         return Vec::new();
     }
-    (from..=bytes.len() - needle.len())
-        .filter(|&i| &bytes[i..i + needle.len()] == needle)
-        .take(max)
-        .collect()
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut found = Vec::new();
+    let mut at = from;
+    while found.len() < max
+        && let Some(i) = finder.find(&bytes[at..])
+    {
+        found.push(at + i);
+        at += i + 1;
+    }
+    debug_assert!(found.iter().all(|&i| bytes[i..].starts_with(needle)));
+    found
 }
 
 /// The inputs one entry's comparisons suggest, at most `budget`.

@@ -123,6 +123,10 @@ pub struct Options {
     pub cmplog: bool,
     /// Part of a campaign across machines (`--listen`, `--join`).
     pub net: Option<Net>,
+    /// Inputs tried after the corpus folder's when the campaign starts,
+    /// each kept (and written into the corpus folder) only if it adds
+    /// coverage, as the folder's own are not.
+    pub seeds: Vec<Vec<u8>>,
 }
 
 /// The per-run time limit unless one is given (`--timeout-ms`).
@@ -155,6 +159,7 @@ impl Options {
             dict: None,
             cmplog: true,
             net: None,
+            seeds: Vec::new(),
         }
     }
 }
