@@ -242,12 +242,46 @@ pub fn campaign<E: Executor + 'static>(
     if options.runs.is_none() && options.time.is_none() {
         eprintln!("dst-fuzz: no --runs or --time given: exploring until interrupted");
     }
-    let name = &options.name;
     let summary = if jobs > 1 || options.net.is_some() {
         explore_parallel(make, catalog, options, jobs)?
     } else {
         explore(make, catalog, options)?
     };
+    finish(&summary, options, output)
+}
+
+/// Runs a campaign with one client on the subject `make` builds, prints
+/// its summary, and returns the exit status with the summary.
+pub fn campaign_summary<E: Executor + 'static>(
+    make: impl FnOnce() -> Result<E, StoreError>,
+    catalog: &[dst::catalog::SiteInfo],
+    options: &Options,
+    output: Output,
+) -> Result<(i32, crate::explore::Summary), StoreError> {
+    let summary = explore(make, catalog, options)?;
+    let code = finish(&summary, options, output)?;
+    Ok((code, summary))
+}
+
+/// Runs a campaign on `exec` in this process alone (no restarter: for an
+/// executor whose runs cannot take this process down), prints its summary
+/// and returns the exit status as [`campaign`] does.
+pub fn campaign_here<E: Executor + 'static>(
+    exec: E,
+    options: &Options,
+    output: Output,
+) -> Result<i32, StoreError> {
+    let summary = crate::explore::explore_here(exec, options)?;
+    finish(&summary, options, output)
+}
+
+/// Prints a finished campaign's summary; returns its exit status.
+fn finish(
+    summary: &crate::explore::Summary,
+    options: &Options,
+    output: Output,
+) -> Result<i32, StoreError> {
+    let name = &options.name;
     let all_findings = store::known_findings(&options.findings_dir)?;
     let rate = summary.executions as f64 / summary.seconds.max(1e-9);
     if !output.quiet {

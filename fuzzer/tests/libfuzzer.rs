@@ -284,11 +284,7 @@ fn a_harness_built_with_clang_finds_the_magic_through_trace_cmp() {
         .env("DST_NO_AFFINITY", "1")
         .output()
         .unwrap();
-    assert!(
-        matches!(run.status.code(), Some(0 | 77)),
-        "{}",
-        text(&run)
-    );
+    assert!(matches!(run.status.code(), Some(0 | 77)), "{}", text(&run));
     let inputs: Vec<Vec<u8>> = [&corpus, &dir]
         .iter()
         .flat_map(|d| std::fs::read_dir(d).unwrap())
@@ -301,4 +297,100 @@ fn a_harness_built_with_clang_finds_the_magic_through_trace_cmp() {
         "{}",
         text(&run)
     );
+}
+
+/// `source` (a harness) built with `cc --libfuzzer` into `dir/name`.
+fn harness_from(dir: &std::path::Path, name: &str, source: &str) -> PathBuf {
+    common::build_engine();
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    let out = dir.join(name);
+    let built = driver(
+        dir,
+        &[
+            "cc",
+            "--libfuzzer",
+            "-o",
+            out.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(built.status.code(), Some(0), "{}", text(&built));
+    out
+}
+
+#[test]
+fn a_harness_that_keeps_state_between_runs_is_fuzzed_with_a_fork_per_input() {
+    let dir = tempdir("state");
+    // Its 3,000th call crashes, whatever the input: a crash that does not
+    // come back when its input runs again. It is not reported, and the
+    // campaign goes on with a fork per input, where no run is the 3,000th.
+    let counter = harness_from(
+        &dir,
+        "counter",
+        r#"
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+static unsigned calls;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (++calls == 3000) abort();
+    return size > 0 && data[0] == 'x';
+}
+"#,
+    );
+    let run = Command::new(&counter)
+        .args(["-seed=1", "-runs=4000"])
+        .arg(format!("-artifact_prefix={}/", dir.display()))
+        .arg(dir.join("counter-corpus"))
+        .env("DST_NO_AFFINITY", "1")
+        .output()
+        .unwrap();
+    let shown = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("fuzzing again with a fork per input"),
+        "{shown}"
+    );
+    let artifacts = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with("crash-")
+        })
+        .count();
+    assert_eq!(artifacts, 0, "{shown}");
+
+    // Its branches alternate from call to call: unstable coverage, so it
+    // is fuzzed with a fork per input from the start, and says so.
+    let flip = harness_from(
+        &dir,
+        "flip",
+        r#"
+#include <stddef.h>
+#include <stdint.h>
+static unsigned calls;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (++calls % 2) {
+        if (size > 1 && data[0] == 'a') return 1;
+        return 2;
+    }
+    if (size > 2 && data[1] == 'b') return 3;
+    return 4;
+}
+"#,
+    );
+    let run = Command::new(&flip)
+        .args(["-seed=1", "-runs=2000"])
+        .arg(dir.join("flip-corpus"))
+        .env("DST_NO_AFFINITY", "1")
+        .output()
+        .unwrap();
+    let shown = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("stable over repeated runs") && shown.contains("fork per input"),
+        "{shown}"
+    );
+    assert!(shown.contains("dst-fuzz: "), "the campaign ran: {shown}");
 }

@@ -95,6 +95,8 @@ pub const HELLO: u32 = u32::from_le_bytes(*b"DSTF");
 pub const CMD_RUN: u32 = 1;
 /// Runs of one persistent child before it exits and a fresh one is forked.
 pub const PERSISTENT_RUNS: u32 = 10_000;
+/// Sets the runs of one persistent child instead (`1`: a fork per input).
+pub const PERSISTENT_RUNS_ENV: &str = "DST_PERSISTENT_RUNS";
 
 /// Asks a program for its catalog: with this variable set, the program
 /// writes its catalog (JSON, a list of `SiteInfo`) to the file it names and

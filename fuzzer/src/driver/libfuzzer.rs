@@ -197,6 +197,115 @@ fn executor(
     })
 }
 
+/// Inputs whose runs are repeated to measure a harness's stability.
+const STABILITY_INPUTS: usize = 16;
+/// Below this stability (AFL++'s measure: the share of reached map slots
+/// whose count bucket is the same in every run of an input), a harness
+/// that runs in the explorer's process runs in a fork per input instead.
+pub const MIN_STABILITY: f64 = 0.9;
+
+/// The classified coverage maps (edges, then the region's) of one run of
+/// the dst input `input` on `exec`.
+fn run_maps(exec: &mut dyn dst_executors::Executor, input: &[u8]) -> Vec<u8> {
+    let maps = exec.coverage();
+    for map in [&maps.edges, &maps.decisions] {
+        // SAFETY: the executor's maps, between runs.
+        unsafe { std::ptr::write_bytes(map.as_mut_ptr(), 0, map.len()) };
+    }
+    let _ = exec.execute(input);
+    let maps = exec.coverage();
+    let mut seen = Vec::with_capacity(maps.edges.len() + maps.decisions.len());
+    for map in [&maps.edges, &maps.decisions] {
+        // SAFETY: as above; the run has ended.
+        let counts = unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), map.len()) };
+        crate::explore::feedback::classify_counts(counts);
+        seen.extend_from_slice(counts);
+    }
+    seen
+}
+
+/// The share of map slots reached by runs of `inputs` (dst inputs) whose
+/// count bucket is the same in three runs of each (after a first run,
+/// which may set up what later runs reuse); 1 when no slot is reached.
+fn stability(exec: &mut dyn dst_executors::Executor, inputs: &[Vec<u8>], max_len: usize) -> f64 {
+    let _ = max_len;
+    let (mut reached, mut unstable) = (0usize, 0usize);
+    for input in inputs {
+        let _ = run_maps(exec, input);
+        let runs: Vec<Vec<u8>> = (0..3).map(|_| run_maps(exec, input)).collect();
+        for slot in 0..runs[0].len() {
+            let first = runs[0][slot];
+            if runs.iter().any(|r| r[slot] != 0) {
+                reached += 1;
+                if runs.iter().any(|r| r[slot] != first) {
+                    unstable += 1;
+                }
+            }
+        }
+    }
+    debug_assert!(unstable <= reached);
+    if reached == 0 {
+        1.0
+    } else {
+        1.0 - unstable as f64 / reached as f64
+    }
+}
+
+/// The findings the campaign added (not in `known`) that a fresh process
+/// of `harness` does not reproduce: run with the finding's input as
+/// `DST_INPUT`, it must crash, break the property (exit status 1), or
+/// run past the limit, as the finding did.
+fn unconfirmed(
+    harness: &Path,
+    options: &Options,
+    known: &std::collections::BTreeSet<String>,
+) -> Result<Vec<String>, Failure> {
+    let mut out = Vec::new();
+    for name in crate::store::known_findings(&options.findings_dir).map_err(Failure::from)? {
+        if known.contains(&name) {
+            continue;
+        }
+        let dir = options.findings_dir.join(&name);
+        let timeout = matches!(
+            dst_kernel::finding::read_summary(&dir).map(|s| s.signature),
+            Some(Signature::Timeout)
+        );
+        let mut child = std::process::Command::new(harness)
+            .env_remove(dst::shm::REGION_ENV)
+            .env_remove(dst::forkserver::FORKSERVER_ENV)
+            .env_remove("DST_SEED")
+            .env("DST_INPUT", dir.join("input"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| Failure::new(exit::SETUP_FAILED, format!("{}: {e}", harness.display())))?;
+        let limit = options.timeout * 2 + Duration::from_secs(1);
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child
+                .try_wait()
+                .map_err(|e| Failure::new(exit::INTERNAL, e.to_string()))?
+            {
+                break Some(status);
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let again = match status {
+            None => timeout,
+            Some(status) => !timeout && !status.success(),
+        };
+        if !again {
+            out.push(name);
+        }
+    }
+    Ok(out)
+}
+
 /// `-merge=1`: runs the files of the first folder, then those of the
 /// others, smallest first, and copies into the first folder each file that
 /// reaches an edge (or an edge's count bucket) no earlier file reached, as
@@ -219,20 +328,7 @@ fn merge(
     let mut exec = executor(harness, subject, timeout)?;
     let mut reached: Vec<u8> = Vec::new();
     let mut run = |data: &[u8]| -> usize {
-        let maps = exec.coverage();
-        for map in [&maps.edges, &maps.decisions] {
-            // SAFETY: the executor's maps, between runs.
-            unsafe { std::ptr::write_bytes(map.as_mut_ptr(), 0, map.len()) };
-        }
-        let _ = exec.execute(&lf::encode(&data[..data.len().min(max_len)]));
-        let maps = exec.coverage();
-        let mut seen = Vec::with_capacity(maps.edges.len() + maps.decisions.len());
-        for map in [&maps.edges, &maps.decisions] {
-            // SAFETY: as above; the run has ended.
-            let counts = unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), map.len()) };
-            crate::explore::feedback::classify_counts(counts);
-            seen.extend_from_slice(counts);
-        }
+        let seen = run_maps(&mut *exec, &lf::encode(&data[..data.len().min(max_len)]));
         reached.resize(seen.len(), 0);
         let mut new = 0;
         for (old, now) in reached.iter_mut().zip(&seen) {
@@ -381,15 +477,55 @@ fn campaign(
             )
         }
         here => {
-            let exec = executor(harness, here, options.timeout)?;
-            crate::cli::campaign(
-                move || Ok(exec),
-                &dst::catalog::sites(),
-                &options,
-                1,
-                output,
-            )
-            .map_err(Failure::from)?;
+            let mut exec = executor(harness, here, options.timeout)?;
+            let probes = &options.seeds[..options.seeds.len().min(STABILITY_INPUTS)];
+            let stability = stability(&mut *exec, probes, max_len);
+            let forks = if stability < MIN_STABILITY {
+                eprintln!(
+                    "dst: the harness's coverage is {:.0}% stable over repeated runs of the same inputs (under {:.0}%): it keeps state between runs; fuzzing with a fork per input",
+                    stability * 100.0,
+                    MIN_STABILITY * 100.0
+                );
+                drop(exec);
+                true
+            } else {
+                let known =
+                    crate::store::known_findings(&options.findings_dir).map_err(Failure::from)?;
+                options.stop_on_unconfirmed = true;
+                let (_, summary) = crate::cli::campaign_summary(
+                    move || Ok(exec),
+                    &dst::catalog::sites(),
+                    &options,
+                    output,
+                )
+                .map_err(Failure::from)?;
+                options.stop_on_unconfirmed = false;
+                if summary.unconfirmed > 0 {
+                    eprintln!(
+                        "dst: a failure did not come back when its input ran again: the harness keeps state between runs; fuzzing again with a fork per input"
+                    );
+                }
+                let unconfirmed = unconfirmed(harness, &options, &known)?;
+                for name in &unconfirmed {
+                    eprintln!(
+                        "dst: the finding {name} does not happen again in a fresh process: the harness keeps state between runs; dropped, and fuzzing again with a fork per input"
+                    );
+                    let _ = std::fs::remove_dir_all(options.findings_dir.join(name));
+                }
+                summary.unconfirmed > 0 || !unconfirmed.is_empty()
+            };
+            if forks {
+                // The same campaign through the process executor, on this
+                // program, one fork of its server per input.
+                let mut exec = CmdArgs {
+                    cmd: true,
+                    defer: true,
+                    command: vec![harness.as_os_str().to_owned()],
+                }
+                .process_with(options.timeout, dst::catalog::sites())?;
+                exec.set_env(dst::forkserver::PERSISTENT_RUNS_ENV, "1");
+                crate::cli::campaign_here(exec, &options, output).map_err(Failure::from)?;
+            }
             format!("DST_INPUT={{}} {}", harness.display())
         }
     };

@@ -423,6 +423,7 @@ fn client_inner<EM: ClientManager>(
         edges: crate::explore::monitor::covered(&state),
         findings,
         campaign,
+        unconfirmed: progress.borrow().unconfirmed,
     })
 }
 

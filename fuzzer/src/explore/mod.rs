@@ -127,6 +127,9 @@ pub struct Options {
     /// each kept (and written into the corpus folder) only if it adds
     /// coverage, as the folder's own are not.
     pub seeds: Vec<Vec<u8>>,
+    /// Stop at the first failure that does not come back when its input
+    /// is replayed (a target that keeps state between runs).
+    pub stop_on_unconfirmed: bool,
 }
 
 /// The per-run time limit unless one is given (`--timeout-ms`).
@@ -160,6 +163,7 @@ impl Options {
             cmplog: true,
             net: None,
             seeds: Vec::new(),
+            stop_on_unconfirmed: false,
         }
     }
 }
@@ -173,6 +177,8 @@ pub struct Summary {
     pub edges: usize,
     pub findings: Vec<FindingSummary>,
     pub campaign: Campaign,
+    /// Failures not reported because they did not come back on replay.
+    pub unconfirmed: usize,
 }
 
 /// Runs a campaign on `target` until the budget in `options` is spent, with

@@ -237,6 +237,8 @@ pub fn explore_parallel<E: Executor + 'static>(
         edges: totals.edges as usize,
         findings,
         campaign,
+        // Counted by each client, not reported across them.
+        unconfirmed: 0,
     })
 }
 

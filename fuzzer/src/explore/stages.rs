@@ -33,6 +33,8 @@ pub(super) struct Progress {
     pub saved_corpus: usize,
     /// Solutions turned into findings (or found known) so far.
     pub processed: usize,
+    /// Failures that did not come back when their input was replayed.
+    pub unconfirmed: usize,
     /// The error that stopped a stage (LibAFL's error type cannot carry it).
     pub error: Option<StoreError>,
     /// The campaign over time.
@@ -48,6 +50,7 @@ impl Progress {
             known,
             saved_corpus: 0,
             processed: 0,
+            unconfirmed: 0,
             error: None,
             stats: crate::stats::Stats::open(crate::stats::dir_for(campaign_file)),
             map_size,
@@ -95,6 +98,7 @@ impl Progress {
         options.runs.is_some_and(|r| executions >= r)
             || options.time.is_some_and(|t| elapsed >= t)
             || (options.stop_on_finding && !self.findings.is_empty())
+            || (options.stop_on_unconfirmed && self.unconfirmed > 0)
     }
 
     /// Keeps `error` for the loop and gives LibAFL one it can carry.
@@ -197,6 +201,7 @@ impl FindingStage {
             }
             Processed::Known => {}
             Processed::Unconfirmed => {
+                progress.unconfirmed += 1;
                 let what = seen
                     .as_ref()
                     .map_or("a failure".to_string(), |s| s.to_string());

@@ -103,6 +103,13 @@ pub unsafe fn main_with(
             unsafe { test(data.as_ptr(), data.len()) };
             (engine.after_run)();
         });
+        // A replay (DST_INPUT, DST_SEED) that broke a property says so in
+        // its status, as a crash does in its signal.
+        let explored = std::env::var_os(dst_sdk::shm::REGION_ENV).is_some();
+        if let (false, Some(message)) = (explored, dst_sdk::runtime::first_failure()) {
+            eprintln!("dst: the run broke \"{message}\"");
+            return 1;
+        }
         return 0;
     }
     let flags = match Flags::parse(args.iter().skip(1)) {

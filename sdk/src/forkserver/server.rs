@@ -517,6 +517,17 @@ fn handed_on(perms: &str, path: &str) -> Option<Handed> {
     }
 }
 
+/// Runs of one persistent child: `$DST_PERSISTENT_RUNS` (1 is a fork per
+/// input, for a harness that keeps state between runs), else
+/// [`PERSISTENT_RUNS`].
+fn persistent_runs() -> u32 {
+    std::env::var(super::PERSISTENT_RUNS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(PERSISTENT_RUNS)
+}
+
 /// Persistent mode: runs `body` once per input in this process. Under a
 /// fork server, the child loops over up to [`PERSISTENT_RUNS`] inputs,
 /// stopping itself between them; anywhere else (local mode, one process
@@ -530,9 +541,10 @@ pub fn run(mut body: impl FnMut()) {
         body();
         return;
     };
-    for i in 0..PERSISTENT_RUNS {
+    let runs = persistent_runs();
+    for i in 0..runs {
         body();
-        if i + 1 < PERSISTENT_RUNS {
+        if i + 1 < runs {
             // Done with run `go`; the executor resets the region, then
             // posts the next number.
             let run = header.go.load(Ordering::Acquire);
