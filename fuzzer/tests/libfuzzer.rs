@@ -394,3 +394,88 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     );
     assert!(shown.contains("dst-fuzz: "), "the campaign ran: {shown}");
 }
+
+#[test]
+fn an_oss_fuzz_build_script_builds_a_dst_fuzzer_unchanged() {
+    // fuzzer/tests/ossfuzz/build.sh knows nothing of dst: the variables
+    // OSS-Fuzz sets choose the compilers, the flags and the engine, here
+    // libdst_engine.a. A C library and a C++ harness, with clang (OSS-Fuzz's
+    // libFuzzer flags) and with gcc (trace-pc); each fuzzer finds the
+    // library's bug by itself.
+    common::build_engine();
+    let engine = std::path::Path::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+        .parent()
+        .unwrap()
+        .join("libdst_engine.a");
+    let src = common::root().join("fuzzer/tests/ossfuzz");
+    let clang = Command::new("clang").arg("--version").output().is_ok();
+    // OSS-Fuzz's runner options for AddressSanitizer: a report ends the
+    // process with exit(1), not a signal (the engine's death callback turns
+    // it into one).
+    let asan = "alloc_dealloc_mismatch=0:allocator_may_return_null=1:detect_leaks=1:handle_abort=1:handle_segv=1:handle_sigill=1:strict_memcmp=1:symbolize=0";
+    let mut compilers = vec![(
+        "gcc",
+        "g++",
+        "-O1 -g -fsanitize-coverage=trace-pc,trace-cmp",
+    )];
+    if clang {
+        compilers.push((
+            "clang",
+            "clang++",
+            "-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link",
+        ));
+        // No abort() guard: AddressSanitizer catches the overflow itself.
+        compilers.push((
+            "clang-asan",
+            "clang++",
+            "-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=address,fuzzer-no-link -DTLV_UNCHECKED",
+        ));
+    } else {
+        assert!(
+            std::env::var_os("DST_REQUIRE_CLANG").is_none(),
+            "DST_REQUIRE_CLANG is set and there is no clang"
+        );
+    }
+    for (cc, cxx, flags) in compilers {
+        let dir = tempdir(&format!("ossfuzz-{cc}"));
+        let (work, out) = (dir.join("work"), dir.join("out"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        let built = Command::new("bash")
+            .arg(src.join("build.sh"))
+            .env("SRC", &src)
+            .env("WORK", &work)
+            .env("OUT", &out)
+            .env("CC", cc.trim_end_matches("-asan"))
+            .env("CXX", cxx)
+            .env("CFLAGS", flags)
+            .env("CXXFLAGS", flags)
+            .env("LIB_FUZZING_ENGINE", &engine)
+            .output()
+            .unwrap();
+        assert!(built.status.success(), "{cc}: {}", text(&built));
+        let run = Command::new(out.join("tlv_fuzzer"))
+            .env_clear()
+            .env("ASAN_OPTIONS", asan)
+            .current_dir(&out)
+            .args(["-seed=1", "-runs=100000", "-artifact_prefix=./", "corpus"])
+            .output()
+            .unwrap();
+        let shown = text(&run);
+        assert_eq!(run.status.code(), Some(77), "{cc}: {shown}");
+        let crash = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("crash-") && !name.ends_with(".dst")
+            })
+            .unwrap_or_else(|| panic!("{cc}: a crash artifact: {shown}"));
+        let again = Command::new(out.join("tlv_fuzzer"))
+            .env("ASAN_OPTIONS", asan)
+            .arg(&crash)
+            .output()
+            .unwrap();
+        assert!(!again.status.success(), "{cc}: {}", text(&again));
+    }
+}
