@@ -16,6 +16,12 @@
 //! same SDK the explorer reads. The explorer stays out of libdst: the SDK
 //! alone is small.
 //!
+//! Comparisons: `trace-cmp` callbacks (the `dst` crate's) and the C
+//! library's `memcmp`, `bcmp`, `strcmp`, `strncmp`, `strcasecmp` and
+//! `strncasecmp`, interposed for the whole program (`src/intercept.c`, as
+//! libFuzzer's interceptors), log into the comparison log while a run
+//! asks for it.
+//!
 //! Coverage: clang's inline 8-bit counters (`-fsanitize=fuzzer-no-link`,
 //! as OSS-Fuzz compiles for libFuzzer) are the in-process executor's edge
 //! map (`dst_executors::edges`); under an outside explorer they are copied
@@ -58,6 +64,31 @@ fn fuzz(args: &[String], test: TestOneInput) -> c_int {
         unsafe { test(data.as_ptr(), data.len()) };
     });
     dst_fuzz::driver::libfuzzer::in_process(args.get(1..).unwrap_or_default(), target)
+}
+
+/// Whether this run's comparisons are logged (`src/intercept.c`).
+#[unsafe(no_mangle)]
+pub extern "C" fn dst_engine_cmplog_active() -> c_int {
+    c_int::from(dst::cmplog::active())
+}
+
+/// Logs a comparison of `n` bytes at `a` and `b` (`src/intercept.c`).
+///
+/// # Safety
+/// `a` and `b` point at `n` readable bytes each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dst_engine_cmplog_bytes(a: *const u8, b: *const u8, n: usize) {
+    if a.is_null() || b.is_null() || n == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let (a, b) = unsafe {
+        (
+            std::slice::from_raw_parts(a, n),
+            std::slice::from_raw_parts(b, n),
+        )
+    };
+    dst::cmplog::record_bytes(a, b);
 }
 
 /// Copies the harness's inline 8-bit counters into the region's coverage

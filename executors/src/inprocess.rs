@@ -60,6 +60,10 @@ pub struct InProcess<F> {
     /// `cargo dst-fuzz` (`-sanitizer-coverage-trace-compares`); empty for
     /// other builds and other runs.
     cmplog: Option<dst::cmplog::Log>,
+    /// The region's coverage map holds the edges (a C program's hashed
+    /// `trace-pc` edges, in a binary without inline counters): reported as
+    /// the edge map, with a stand-in for the decisions.
+    region_edges: Option<dst_kernel::StandIn>,
 }
 
 impl<F: FnMut()> InProcess<F> {
@@ -83,7 +87,17 @@ impl<F: FnMut()> InProcess<F> {
             flags: 0,
             catalog: dst::catalog::sites(),
             cmplog: dst::cmplog::Log::anonymous().ok(),
+            region_edges: None,
         }
+    }
+
+    /// An executor for `target` whose edges land in the region's coverage
+    /// map (`layout.coverage_size` bytes): C code built with `trace-pc`,
+    /// hashed there by dst.h's callbacks.
+    pub fn with_region_edges(target: F, layout: Layout) -> InProcess<F> {
+        let mut exec = InProcess::with_layout(target, layout);
+        exec.region_edges = Some(dst_kernel::StandIn::default());
+        exec
     }
 }
 
@@ -169,9 +183,15 @@ impl<F: FnMut()> Executor for InProcess<F> {
     }
 
     fn coverage(&mut self) -> Coverage<'_> {
-        Coverage {
-            edges: crate::edges::map(),
-            decisions: region_map(&self.region),
+        match &self.region_edges {
+            Some(no_decisions) => Coverage {
+                edges: region_map(&self.region),
+                decisions: no_decisions.map(),
+            },
+            None => Coverage {
+                edges: crate::edges::map(),
+                decisions: region_map(&self.region),
+            },
         }
     }
 

@@ -479,3 +479,71 @@ fn an_oss_fuzz_build_script_builds_a_dst_fuzzer_unchanged() {
         assert!(!again.status.success(), "{cc}: {}", text(&again));
     }
 }
+
+#[test]
+fn a_library_s_string_comparison_is_logged_by_the_engine_s_interposed_strcmp() {
+    // The library is compiled without any instrumentation, and its string
+    // is not among the harness's own (the tokens): only the engine's
+    // interposed strcmp (engine/src/intercept.c) shows the explorer what
+    // the input is compared with. Found in 2,207-3,699 runs for seeds 1-3
+    // when measured; with -use_cmp=0 not in 30,000.
+    common::build_engine();
+    let dir = tempdir("intercept");
+    std::fs::write(
+        dir.join("lib.c"),
+        "#include <string.h>\nint check(const char *s) { return strcmp(s, \"ZEBRA-QUAGGA-42\") == 0; }\n",
+    )
+    .unwrap();
+    let compiled = Command::new("cc")
+        .args(["-O1", "-c"])
+        .arg(dir.join("lib.c"))
+        .arg("-o")
+        .arg(dir.join("lib.o"))
+        .output()
+        .unwrap();
+    assert!(compiled.status.success(), "{}", text(&compiled));
+    std::fs::write(
+        dir.join("h.c"),
+        r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+int check(const char *s);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char buf[64];
+    if (size >= sizeof buf) return 0;
+    memcpy(buf, data, size);
+    buf[size] = 0;
+    if (check(buf)) abort();
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let harness = dir.join("h");
+    let built = driver(
+        &dir,
+        &[
+            "cc",
+            "--libfuzzer",
+            "-o",
+            harness.to_str().unwrap(),
+            dir.join("h.c").to_str().unwrap(),
+            dir.join("lib.o").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(built.status.code(), Some(0), "{}", text(&built));
+    let fuzz = |cmp: &str, corpus: &str| {
+        Command::new(&harness)
+            .args(["-seed=1", "-runs=30000", cmp])
+            .arg(format!("-artifact_prefix={}/", dir.display()))
+            .arg(dir.join(corpus))
+            .env("DST_NO_AFFINITY", "1")
+            .output()
+            .unwrap()
+    };
+    let found = fuzz("-use_cmp=1", "with");
+    assert_eq!(found.status.code(), Some(77), "{}", text(&found));
+    let blind = fuzz("-use_cmp=0", "without");
+    assert_eq!(blind.status.code(), Some(0), "{}", text(&blind));
+}

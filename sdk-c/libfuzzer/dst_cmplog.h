@@ -1,7 +1,9 @@
-/* Force-included into a harness's C sources by `cargo dst-fuzz cc
- * --libfuzzer`: memcmp, bcmp, strcmp and strncmp in the harness's own code
- * become libdst's, which log what they compare for the explorer (and
- * return what the C library's return). Not for C++ (std::memcmp). */
+/* For a harness linked with libdst (the fuzzing engine interposes these
+ * functions itself, engine/src/intercept.c): force-included into its C
+ * sources (-include dst_cmplog.h), memcmp, bcmp, strcmp and strncmp in
+ * the harness's own code become libdst's, which log what they compare for
+ * the explorer (and return what the C library's return). Not for C++
+ * (std::memcmp). */
 #ifndef DST_CMPLOG_H
 #define DST_CMPLOG_H
 #ifndef __cplusplus

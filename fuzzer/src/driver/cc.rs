@@ -12,8 +12,8 @@
 //! - `--libfuzzer`, an unmodified libFuzzer harness (`LLVMFuzzerTestOneInput`)
 //!   `$CC` or `cc` (`$CXX` or `c++` when a source is C++), edges (clang's
 //!   inline 8-bit counters, gcc's trace-pc) and trace-cmp comparisons on the harness's
-//!   sources (and, in C, its `memcmp`/`strcmp`/`strncmp` logged through
-//!   `sdk-c/libfuzzer/dst_cmplog.h`), and the fuzzing engine,
+//!   sources (its `memcmp`, `strcmp` and friends left as calls, which the
+//!   engine interposes and logs), and the fuzzing engine,
 //!   `libdst_engine.a` (`engine/`: `main`, the explorer and dst.h's
 //!   functions; found in `$DST_LIB_DIR`, beside this tool, or by
 //!   `pkg-config dst`), so the program fuzzes by itself anywhere, in its
@@ -37,7 +37,16 @@ use crate::exit::Failure;
 
 const DST_H: &str = include_str!("../../../sdk-c/include/dst.h");
 const RISCV_RUNTIME: &str = include_str!("../../../sdk-c/guest/dst_riscv.c");
-const CMPLOG_H: &str = include_str!("../../../sdk-c/libfuzzer/dst_cmplog.h");
+/// Comparison functions the compiler must leave as calls, so the engine's
+/// interposed ones (engine/src/intercept.c) see them.
+const NO_BUILTIN_COMPARISONS: [&str; 6] = [
+    "-fno-builtin-memcmp",
+    "-fno-builtin-bcmp",
+    "-fno-builtin-strcmp",
+    "-fno-builtin-strncmp",
+    "-fno-builtin-strcasecmp",
+    "-fno-builtin-strncasecmp",
+];
 
 /// The level a guest is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,18 +146,19 @@ fn build(level: Level, dir: &Path, output: &Path, args: &[OsString]) -> Result<i
             } else {
                 "-fsanitize-coverage=trace-pc,trace-cmp"
             };
-            std::fs::write(dir.join("dst_cmplog.h"), CMPLOG_H).map_err(unwritable)?;
             let (sources, compile, link) = split_args(args);
             let mut objects = Vec::new();
             for (i, source) in sources.iter().enumerate() {
                 let object = dir.join(format!("{i}.o"));
-                // Edges and comparisons; a C source's memcmp and friends
-                // become libdst's logged ones (dst_cmplog.h).
+                // Edges and comparisons; memcmp and friends stay calls
+                // (not expanded inline), which the engine interposes and
+                // logs.
                 let mut command = Command::new(&compiler);
-                command.args(["-g", "-O1", edges, "-I"]).arg(dir);
-                if !is_source(source, true) {
-                    command.arg("-include").arg(dir.join("dst_cmplog.h"));
-                }
+                command
+                    .args(["-g", "-O1", edges])
+                    .args(NO_BUILTIN_COMPARISONS)
+                    .arg("-I")
+                    .arg(dir);
                 let status = run(command
                     .args(&compile)
                     .arg("-c")

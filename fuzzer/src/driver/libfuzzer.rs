@@ -185,14 +185,21 @@ fn executor(
             // edges, hashed into the region's map, which then needs room.
             let layout = dst::region::Layout {
                 sites_capacity: dst::catalog::count().max(1),
-                coverage_size: if dst_executors::edges::instrumented() {
-                    dst_executors::inprocess::DECISION_COVERAGE
-                } else {
-                    1 << 16
-                },
                 ..dst::region::Layout::default()
             };
-            Box::new(dst_executors::InProcess::with_layout(target, layout))
+            if dst_executors::edges::instrumented() {
+                let layout = dst::region::Layout {
+                    coverage_size: dst_executors::inprocess::DECISION_COVERAGE,
+                    ..layout
+                };
+                Box::new(dst_executors::InProcess::with_layout(target, layout))
+            } else {
+                let layout = dst::region::Layout {
+                    coverage_size: 1 << 16,
+                    ..layout
+                };
+                Box::new(dst_executors::InProcess::with_region_edges(target, layout))
+            }
         }
     })
 }

@@ -2,10 +2,11 @@
 //! clang's `-fsanitize-coverage=trace-cmp` callbacks are the dst crate's,
 //! shared with Rust targets, and linked in from it):
 //! - `dst_memcmp`, `dst_bcmp`, `dst_strcmp`, `dst_strncmp`, which
-//!   `libfuzzer/dst_cmplog.h` (force-included into a harness's C sources by
-//!   `cargo dst-fuzz cc --libfuzzer`) puts in place of the C library's, so
+//!   `libfuzzer/dst_cmplog.h` (force-included into the C sources of a
+//!   harness linked with libdst) puts in place of the C library's, so
 //!   only the harness's own calls are logged, not those of libc or of
-//!   libdst itself.
+//!   libdst itself. (The fuzzing engine interposes the C library's
+//!   functions themselves: `engine/src/intercept.c`.)
 //!
 //! Each does what the C library's function does; recording is one relaxed
 //! load when no explorer asked for a log.
