@@ -1,6 +1,12 @@
 //! Interposed pthread functions: an unmodified pthread program is scheduled
 //! by the explorer.
 //!
+//! With the crate's `interpose` feature (libdst's) the functions below
+//! carry the C library's names; without it (the fuzzing engine's, whose
+//! harnesses, OSS-Fuzz's among them, expect the C library's own threads
+//! and locks: sqlite's recursive mutex deadlocks under control) they are
+//! only Rust functions, and dst.h's `dst_*` helpers stay.
+//!
 //! libdst defines `pthread_create`, `pthread_join`, the mutex, condition
 //! variable and reader-writer lock functions, `sched_yield`, `usleep` and
 //! `nanosleep`. A program linked with libdst (or run with
@@ -126,7 +132,7 @@ fn register_exit() {
 
 /// # Safety
 /// As `pthread_create`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_create(
     thread: *mut libc::pthread_t,
     attr: *const libc::pthread_attr_t,
@@ -158,7 +164,7 @@ pub unsafe extern "C" fn pthread_create(
 
 /// # Safety
 /// As `pthread_join`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, retval: *mut *mut c_void) -> c_int {
     let real =
         real!(pthread_join: unsafe extern "C" fn(libc::pthread_t, *mut *mut c_void) -> c_int);
@@ -175,7 +181,7 @@ fn addr<T>(object: *mut T) -> usize {
 
 /// # Safety
 /// As `pthread_mutex_lock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_mutex_lock(mutex: *mut libc::pthread_mutex_t) -> c_int {
     if sched::acquire(addr(mutex), Op::Lock, site()) {
         return 0;
@@ -187,7 +193,7 @@ pub unsafe extern "C" fn pthread_mutex_lock(mutex: *mut libc::pthread_mutex_t) -
 
 /// # Safety
 /// As `pthread_mutex_trylock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_mutex_trylock(mutex: *mut libc::pthread_mutex_t) -> c_int {
     match sched::try_acquire(addr(mutex), Op::Lock, site()) {
         Some(true) => 0,
@@ -202,7 +208,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(mutex: *mut libc::pthread_mutex_t
 
 /// # Safety
 /// As `pthread_mutex_unlock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_mutex_unlock(mutex: *mut libc::pthread_mutex_t) -> c_int {
     if sched::release(addr(mutex), Op::Unlock, site()) {
         return 0;
@@ -215,7 +221,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(mutex: *mut libc::pthread_mutex_t)
 
 /// # Safety
 /// As `pthread_cond_wait`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_cond_wait(
     cond: *mut libc::pthread_cond_t,
     mutex: *mut libc::pthread_mutex_t,
@@ -232,7 +238,7 @@ pub unsafe extern "C" fn pthread_cond_wait(
 ///
 /// # Safety
 /// As `pthread_cond_timedwait`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_cond_timedwait(
     cond: *mut libc::pthread_cond_t,
     mutex: *mut libc::pthread_mutex_t,
@@ -251,7 +257,7 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
 
 /// # Safety
 /// As `pthread_cond_signal`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_cond_signal(cond: *mut libc::pthread_cond_t) -> c_int {
     if sched::notify(addr(cond), false, site()) {
         return 0;
@@ -263,7 +269,7 @@ pub unsafe extern "C" fn pthread_cond_signal(cond: *mut libc::pthread_cond_t) ->
 
 /// # Safety
 /// As `pthread_cond_broadcast`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_cond_broadcast(cond: *mut libc::pthread_cond_t) -> c_int {
     if sched::notify(addr(cond), true, site()) {
         return 0;
@@ -276,7 +282,7 @@ pub unsafe extern "C" fn pthread_cond_broadcast(cond: *mut libc::pthread_cond_t)
 
 /// # Safety
 /// As `pthread_rwlock_rdlock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(lock: *mut libc::pthread_rwlock_t) -> c_int {
     if sched::acquire(addr(lock), Op::Read, site()) {
         return 0;
@@ -289,7 +295,7 @@ pub unsafe extern "C" fn pthread_rwlock_rdlock(lock: *mut libc::pthread_rwlock_t
 
 /// # Safety
 /// As `pthread_rwlock_wrlock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_rwlock_wrlock(lock: *mut libc::pthread_rwlock_t) -> c_int {
     if sched::acquire(addr(lock), Op::Lock, site()) {
         return 0;
@@ -302,7 +308,7 @@ pub unsafe extern "C" fn pthread_rwlock_wrlock(lock: *mut libc::pthread_rwlock_t
 
 /// # Safety
 /// As `pthread_rwlock_tryrdlock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(lock: *mut libc::pthread_rwlock_t) -> c_int {
     match sched::try_acquire(addr(lock), Op::Read, site()) {
         Some(true) => 0,
@@ -317,7 +323,7 @@ pub unsafe extern "C" fn pthread_rwlock_tryrdlock(lock: *mut libc::pthread_rwloc
 
 /// # Safety
 /// As `pthread_rwlock_trywrlock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(lock: *mut libc::pthread_rwlock_t) -> c_int {
     match sched::try_acquire(addr(lock), Op::Lock, site()) {
         Some(true) => 0,
@@ -332,7 +338,7 @@ pub unsafe extern "C" fn pthread_rwlock_trywrlock(lock: *mut libc::pthread_rwloc
 
 /// # Safety
 /// As `pthread_rwlock_unlock`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn pthread_rwlock_unlock(lock: *mut libc::pthread_rwlock_t) -> c_int {
     if sched::release_either(addr(lock), site()) {
         return 0;
@@ -343,7 +349,7 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(lock: *mut libc::pthread_rwlock_t
     unsafe { real(lock) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub extern "C" fn sched_yield() -> c_int {
     if sched::active() && sched::point(Op::Yield, 0, site()) {
         return 0;
@@ -355,7 +361,7 @@ pub extern "C" fn sched_yield() -> c_int {
 
 /// Under control (once the run has controlled threads) a sleep is a
 /// yield: no real time passes. A program without threads sleeps.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub extern "C" fn usleep(usec: c_uint) -> c_int {
     if sched::active() && sched::point(Op::Sleep, 0, site()) {
         return 0;
@@ -367,7 +373,7 @@ pub extern "C" fn usleep(usec: c_uint) -> c_int {
 
 /// # Safety
 /// As `nanosleep`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "interpose", unsafe(no_mangle))]
 pub unsafe extern "C" fn nanosleep(req: *const libc::timespec, rem: *mut libc::timespec) -> c_int {
     if sched::active() && sched::point(Op::Sleep, 0, site()) {
         return 0;
