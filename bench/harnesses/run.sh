@@ -45,7 +45,7 @@ mkdir -p "$work/src" "$work/build" "$work/runs"
 jobs=$(nproc)
 [ "$jobs" -gt 2 ] && jobs=2
 
-for tool in clang clang++ afl-clang-fast afl-fuzz llvm-profdata llvm-cov dpkg-source cmake autoreconf tclsh flex bison; do
+for tool in clang clang++ afl-clang-fast afl-fuzz llvm-profdata llvm-cov dpkg-source cmake autoreconf tclsh flex bison flock; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (see the header for the packages)" >&2; exit 2; }
 done
 
@@ -248,17 +248,24 @@ for name in "${harnesses[@]}"; do
 done
 
 # The runs, two at a time (one per core): worker k takes every jobs-th run.
+# Never two runs of one harness at once: a harness may use fixed paths
+# (libpcap's fuzz_both writes every input to /tmp/fuzz.pcap), so each run
+# holds its harness's lock; runs are ordered engine by engine, so the two
+# workers seldom want the same harness.
 runs=()
 for trial in $(seq 1 "$trials"); do
-  for name in "${harnesses[@]}"; do
-    for engine in "${engines[@]}"; do runs+=("$name $engine $trial"); done
+  for engine in "${engines[@]}"; do
+    for name in "${harnesses[@]}"; do runs+=("$name $engine $trial"); done
   done
 done
 worker() {
   local k=$1 i
   for ((i = k; i < ${#runs[@]}; i += jobs)); do
-    # shellcheck disable=SC2086
-    one_run ${runs[$i]} "$k"
+    local job=(${runs[$i]})
+    (
+      flock 9
+      one_run "${job[@]}" "$k"
+    ) 9> "$work/lock-${job[0]}"
   done
 }
 : > "$work/results.jsonl"
