@@ -56,12 +56,13 @@ pub unsafe extern "C" fn dst_engine_main(
 
 /// Fuzzes `test` in this process with libFuzzer's command line `args`.
 fn fuzz(args: &[String], test: TestOneInput) -> c_int {
-    let max_len = || dst::libfuzzer::max_len();
+    // The driver sets the length limit before the first run: read once
+    // then, not at every run.
+    let mut max_len = None;
     let target = Box::new(move || {
-        dst_c_api::coverage::new_run();
-        let data = dst::libfuzzer::input(max_len());
-        // SAFETY: the harness's entry point, with a buffer it may read.
-        unsafe { test(data.as_ptr(), data.len()) };
+        let max = *max_len.get_or_insert_with(dst::libfuzzer::max_len);
+        // SAFETY: the harness's entry point.
+        unsafe { dst_c_api::libfuzzer::run_once(test, max) };
     });
     dst_fuzz::driver::libfuzzer::in_process(args.get(1..).unwrap_or_default(), target)
 }

@@ -79,14 +79,7 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
         shown.contains("WARNING: unrecognized flag '-no_such_flag=1'"),
         "{shown}"
     );
-    let crash = std::fs::read_dir(&alone)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("crash-") && !name.ends_with(".dst")
-        })
-        .unwrap_or_else(|| panic!("a crash artifact: {shown}"));
+    let crash = crash_artifact(&alone).unwrap_or_else(|| panic!("a crash artifact: {shown}"));
     let data = std::fs::read(&crash).unwrap();
     // The magic and the version (0x0302, compared as an int): reached by
     // comparison feedback; with -use_cmp=0 no seed of 8 found it in 200,000
@@ -238,6 +231,17 @@ fn dst_faults_in_the_code_under_test_are_explored_beside_the_harness_bytes() {
         "the fault fired: {shown}"
     );
     assert!(shown.contains("replayed 3 times: identical"), "{shown}");
+}
+
+/// The `crash-<sha1>` artifact in `dir` (not its `.dst` input), if any.
+fn crash_artifact(dir: &std::path::Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("crash-") && !name.ends_with(".dst")
+        })
 }
 
 fn tempdir(name: &str) -> PathBuf {
@@ -463,14 +467,8 @@ fn an_oss_fuzz_build_script_builds_a_dst_fuzzer_unchanged() {
             .unwrap();
         let shown = text(&run);
         assert_eq!(run.status.code(), Some(77), "{cc}: {shown}");
-        let crash = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                let name = p.file_name().unwrap().to_string_lossy();
-                name.starts_with("crash-") && !name.ends_with(".dst")
-            })
-            .unwrap_or_else(|| panic!("{cc}: a crash artifact: {shown}"));
+        let crash =
+            crash_artifact(&out).unwrap_or_else(|| panic!("{cc}: a crash artifact: {shown}"));
         let again = Command::new(out.join("tlv_fuzzer"))
             .env("ASAN_OPTIONS", asan)
             .arg(&crash)

@@ -165,6 +165,16 @@ fn run(harness: &Path, args: &[String], subject: Subject) -> Result<i32, Failure
     result
 }
 
+/// The harness's program through its fork server, started at setup
+/// complete (`--cmd --defer`).
+fn program(harness: &Path) -> CmdArgs {
+    CmdArgs {
+        cmd: true,
+        defer: true,
+        command: vec![harness.as_os_str().to_owned()],
+    }
+}
+
 /// The subject's executor (with a limit of `timeout` per run, where the
 /// executor enforces one).
 fn executor(
@@ -173,12 +183,7 @@ fn executor(
     timeout: Duration,
 ) -> Result<Box<dyn dst_executors::Executor>, Failure> {
     Ok(match subject {
-        Subject::Program => CmdArgs {
-            cmd: true,
-            defer: true,
-            command: vec![harness.as_os_str().to_owned()],
-        }
-        .executor(timeout)?,
+        Subject::Program => program(harness).executor(timeout)?,
         Subject::Here(target) => {
             // Edges from the harness's inline 8-bit counters (clang's
             // -fsanitize=fuzzer-no-link); without them, gcc's trace-pc
@@ -234,8 +239,7 @@ fn run_maps(exec: &mut dyn dst_executors::Executor, input: &[u8]) -> Vec<u8> {
 /// The share of map slots reached by runs of `inputs` (dst inputs) whose
 /// count bucket is the same in three runs of each (after a first run,
 /// which may set up what later runs reuse); 1 when no slot is reached.
-fn stability(exec: &mut dyn dst_executors::Executor, inputs: &[Vec<u8>], max_len: usize) -> f64 {
-    let _ = max_len;
+fn stability(exec: &mut dyn dst_executors::Executor, inputs: &[Vec<u8>]) -> f64 {
     let (mut reached, mut unstable) = (0usize, 0usize);
     for input in inputs {
         let _ = run_maps(exec, input);
@@ -469,11 +473,7 @@ fn campaign(
     };
     let replay = match subject {
         Subject::Program => {
-            let cmd = CmdArgs {
-                cmd: true,
-                defer: true,
-                command: vec![harness.as_os_str().to_owned()],
-            };
+            let cmd = program(harness);
             let exec = cmd.executor(options.timeout)?;
             let catalog = exec.catalog().to_vec();
             let make = cmd.clients(exec, options.timeout);
@@ -486,7 +486,7 @@ fn campaign(
         here => {
             let mut exec = executor(harness, here, options.timeout)?;
             let probes = &options.seeds[..options.seeds.len().min(STABILITY_INPUTS)];
-            let stability = stability(&mut *exec, probes, max_len);
+            let stability = stability(&mut *exec, probes);
             let forks = if stability < MIN_STABILITY {
                 eprintln!(
                     "dst: the harness's coverage is {:.0}% stable over repeated runs of the same inputs (under {:.0}%): it keeps state between runs; fuzzing with a fork per input",
@@ -524,12 +524,8 @@ fn campaign(
             if forks {
                 // The same campaign through the process executor, on this
                 // program, one fork of its server per input.
-                let mut exec = CmdArgs {
-                    cmd: true,
-                    defer: true,
-                    command: vec![harness.as_os_str().to_owned()],
-                }
-                .process_with(options.timeout, dst::catalog::sites())?;
+                let mut exec =
+                    program(harness).process_with(options.timeout, dst::catalog::sites())?;
                 exec.set_env(dst::forkserver::PERSISTENT_RUNS_ENV, "1");
                 crate::cli::campaign_here(exec, &options, output).map_err(Failure::from)?;
             }

@@ -97,10 +97,8 @@ pub unsafe fn main_with(
         dst_sdk::lifecycle::setup_complete(&serde_json::Value::Null);
         let max_len = lf::max_len();
         dst_sdk::run(|| {
-            crate::coverage::new_run();
-            let data = lf::input(max_len);
-            // SAFETY: the harness's entry point, with a buffer it may read.
-            unsafe { test(data.as_ptr(), data.len()) };
+            // SAFETY: the harness's entry point.
+            unsafe { run_once(test, max_len) };
             (engine.after_run)();
         });
         // A replay (DST_INPUT, DST_SEED) that broke a property says so in
@@ -146,6 +144,18 @@ Flags: -runs -max_total_time -seed -max_len -timeout -dict -artifact_prefix
 Fuzzing explores in this process when the harness links dst's engine
 library (cargo dst-fuzz cc --libfuzzer, $LIB_FUZZING_ENGINE), else runs
 cargo-dst-fuzz (on PATH, or $DST_FUZZ_BIN).";
+
+/// One run of the harness: its bytes from the decision stream (at most
+/// `max_len`), edges counted as in a fresh process.
+///
+/// # Safety
+/// `test` is the harness's entry point.
+pub unsafe fn run_once(test: TestOneInput, max_len: usize) {
+    crate::coverage::new_run();
+    let data = lf::input(max_len);
+    // SAFETY: the harness's entry point, with a buffer it may read.
+    unsafe { test(data.as_ptr(), data.len()) };
+}
 
 /// Whether dst drives this process.
 fn under_dst() -> bool {
