@@ -5,6 +5,8 @@
 #
 #   bash bench/harnesses/run.sh [SECONDS] [TRIALS] [HARNESS...]
 #
+# ENGINES="dst" (say) runs only those engines (default: libfuzzer afl dst).
+#
 # Harnesses (the harness file each library ships, built as its OSS-Fuzz
 # build.sh builds it, through CC, CXX, CFLAGS, CXXFLAGS and
 # LIB_FUZZING_ENGINE): expat (expat/fuzz/xml_parse_fuzzer.c, UTF-8),
@@ -39,7 +41,7 @@ trials=${2:-1}
 shift 2 || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(expat libpcap libpng libxml2 sqlite3)
-engines=(libfuzzer afl dst)
+read -r -a engines <<< "${ENGINES:-libfuzzer afl dst}"
 work=${WORK:-/tmp/dst-harnesses}
 mkdir -p "$work/src" "$work/build" "$work/runs"
 jobs=$(nproc)

@@ -293,8 +293,16 @@ fn client_inner<EM: ClientManager>(
     let cmplog = options.cmplog;
     let calibrate = weighted.is_some();
     let decision_mutations = || tuple_list!(ChangeDecision, ZeroDecisions, SpliceDecisions);
-    // LibAFL's stacked havoc instead of chains, for comparisons.
-    let chained = std::env::var("DST_HAVOC").map_or(true, |v| v != "stacked");
+    // Chains for decision streams, LibAFL's stacked havoc for a harness's
+    // buffer (a chain's mutants are mostly deep, 5% of its executions are
+    // within 4 mutations of the entry against 29% of stacked havoc's, and
+    // a parser's structured input needs the shallow ones: libpcap's
+    // harness covered 39 edges in 20 s with chains, 405 stacked).
+    // `DST_HAVOC=stacked|chained` makes one of them everywhere.
+    let havoc = std::env::var("DST_HAVOC").ok();
+    let chains_only = havoc.as_deref() == Some("chained");
+    let stacked_only = havoc.as_deref() == Some("stacked");
+    let chained = move |state: &State| !stacked_only && (chains_only || !has_buffer(state));
     let mut stages = tuple_list!(
         // What the weighted scheduler knows of a new entry (not for the
         // queue scheduler).
@@ -303,7 +311,7 @@ fn client_inner<EM: ClientManager>(
             tuple_list!(WeighStage),
         ),
         IfStage::new(
-            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(!chained),
+            move |_: &mut _, _: &mut _, state: &mut State, _: &mut _| Ok(!chained(state)),
             tuple_list!(
                 StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
                     havoc_mutations()
@@ -314,7 +322,7 @@ fn client_inner<EM: ClientManager>(
             ),
         ),
         IfStage::new(
-            move |_: &mut _, _: &mut _, _: &mut State, _: &mut _| Ok(chained),
+            move |_: &mut _, _: &mut _, state: &mut State, _: &mut _| Ok(chained(state)),
             tuple_list!(
                 ChainStage::new(FitSteps::new(KeepSeed::new(chain::step(havoc_mutations())))),
                 ChainStage::new(FitSteps::new(chain::step(decision_mutations()))),

@@ -18,8 +18,9 @@
 //! - `parallel`: the launcher, the broker and merging campaign parts.
 //! - `net`: what the broker adds to LLMP to link nodes on several machines
 //!   (`--listen`, `--join`).
-//! - `chain`: chained havoc, the mutational stage (each execution one step
-//!   deeper than the last; `DST_HAVOC=stacked` runs LibAFL's own instead).
+//! - `chain`: chained havoc, the mutational stage of decision streams (each
+//!   execution one step deeper than the last); a harness's buffer gets
+//!   LibAFL's stacked havoc (`DST_HAVOC=stacked|chained`: one everywhere).
 //! - `schedule`: the corpus scheduler (LibAFL's queue; its weighted one
 //!   with `DST_SCHEDULER`, for comparisons).
 
