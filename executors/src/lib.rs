@@ -15,7 +15,9 @@
 //! - [`wasm`]: a WebAssembly module in an embedded interpreter (wasmi),
 //!   with WASI provided by dst, restored from a snapshot between runs.
 //! - [`riscv`]: an unmodified static riscv64 Linux program on dst's own
-//!   RV64GC interpreter, its system calls and thread schedule dst's.
+//!   RV64GC interpreter, its system calls and thread schedule dst's: the
+//!   interpreter is the front of [`linux`], the application kernel that
+//!   answers the program's system calls.
 //! - [`kvm`]: a freestanding x86-64 guest in a one-vCPU virtual machine
 //!   built on `/dev/kvm`, its region in guest memory.
 //!
@@ -30,6 +32,7 @@ pub mod fork;
 pub mod guest;
 pub mod inprocess;
 pub mod kvm;
+pub mod linux;
 pub mod process;
 pub mod riscv;
 pub mod symbolize;

@@ -59,11 +59,14 @@ fn a_glibc_program_prints_and_exits() {
         exit,
         Exit::Status(3),
         "stdout {:?} stderr {:?} calls {:?}",
-        String::from_utf8_lossy(&machine.stdout),
-        String::from_utf8_lossy(&machine.stderr),
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        String::from_utf8_lossy(&machine.kernel.stderr),
         machine.calls
     );
-    assert_eq!(String::from_utf8_lossy(&machine.stdout), "hi 42 0.750\n");
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "hi 42 0.750\n"
+    );
 }
 
 #[test]
@@ -245,7 +248,10 @@ fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
     // Nominal: no preemption, each thread runs its loop whole.
     assert_eq!(exec.execute(&[]), End::Ok);
     let machine = exec.machine();
-    assert_eq!(String::from_utf8_lossy(&machine.stdout), "counter 400\n");
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "counter 400\n"
+    );
     assert_eq!(machine.threads.len(), 3, "main and two threads");
     assert!(
         !machine.threads.switches.is_empty()
@@ -263,9 +269,9 @@ fn threads_run_one_at_a_time_and_a_preemption_loses_an_update() {
     };
     assert_eq!(cause, "SIGABRT");
     assert!(
-        String::from_utf8_lossy(&exec.machine().stderr).starts_with("lost "),
+        String::from_utf8_lossy(&exec.machine().kernel.stderr).starts_with("lost "),
         "{:?}",
-        String::from_utf8_lossy(&exec.machine().stderr)
+        String::from_utf8_lossy(&exec.machine().kernel.stderr)
     );
     assert!(
         exec.machine().threads.switches.iter().any(|s| s.preempted),
@@ -426,4 +432,431 @@ fn protected_memory_faults_where_linux_would_and_the_place_is_named() {
     let location = location.unwrap();
     assert!(location.starts_with("main ("), "{location}");
     assert!(location.contains("protect.c:5"), "{location}");
+}
+
+#[test]
+fn a_thread_spinning_on_another_s_flag_lets_it_run_when_its_time_slice_ends() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::riscv::threads::Why;
+    use dst_executors::{End, Executor};
+    let Some(program) = build(
+        "spin",
+        "#include <pthread.h>\n#include <stdio.h>\n\
+         static volatile int flag;\n\
+         static void *setter(void *arg) { (void)arg; flag = 1; return 0; }\n\
+         int main(void) {\n\
+           pthread_t t; pthread_create(&t, 0, setter, 0);\n\
+           long spins = 0; while (!flag) spins++;\n\
+           pthread_join(t, 0); printf(\"spun %s\\n\", spins > 0 ? \"yes\" : \"no\"); return 0; }\n",
+        &["-static", "-pthread"],
+    ) else {
+        return;
+    };
+    let mut exec = Emulator::open(&program, &["spin".to_string()], 10_000_000).unwrap();
+    // Nominal: main runs on after clone and spins until the kernel's
+    // timer preempts it; then the setter runs (without time slices the
+    // spin ran out of instructions).
+    assert_eq!(exec.execute(&[]), End::Ok);
+    let machine = exec.machine();
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "spun yes\n"
+    );
+    let preemptions: Vec<_> = machine
+        .threads
+        .switches
+        .iter()
+        .filter(|s| s.why == Why::Preempt && s.preempted)
+        .cloned()
+        .collect();
+    assert_eq!(preemptions.len(), 1, "{:?}", machine.threads.switches);
+    assert!(
+        preemptions[0].at >= dst_executors::riscv::threads::QUANTUM,
+        "a whole slice first: {:?}",
+        preemptions[0]
+    );
+    let switches = machine.threads.switches.clone();
+    assert_eq!(exec.execute(&[]), End::Ok);
+    assert_eq!(
+        exec.machine().threads.switches,
+        switches,
+        "the same on replay"
+    );
+}
+
+#[test]
+fn the_start_up_facts_and_signal_actions_are_linux_s() {
+    let Some(program) = build(
+        "facts",
+        "#define _GNU_SOURCE\n#include <signal.h>\n#include <sched.h>\n#include <stdio.h>\n\
+         #include <poll.h>\n#include <unistd.h>\n#include <fcntl.h>\n#include <sys/resource.h>\n\
+         int main(void) {\n\
+           cpu_set_t set; CPU_ZERO(&set);\n\
+           if (sched_getaffinity(0, sizeof set, &set) != 0) return 10;\n\
+           struct rlimit r; if (getrlimit(RLIMIT_STACK, &r) != 0) return 11;\n\
+           struct pollfd p[3] = {{0, POLLIN, 0}, {1, POLLOUT, 0}, {7, POLLIN, 0}};\n\
+           int ready = poll(p, 3, 0);\n\
+           char cwd[64]; if (!getcwd(cwd, sizeof cwd)) return 12;\n\
+           stack_t ss; if (sigaltstack(NULL, &ss) != 0) return 13;\n\
+           signal(SIGUSR1, SIG_IGN); raise(SIGUSR1);\n\
+           sigset_t block, pending; sigemptyset(&block); sigaddset(&block, SIGUSR2);\n\
+           sigprocmask(SIG_BLOCK, &block, NULL); raise(SIGUSR2); sigpending(&pending);\n\
+           printf(\"cpus %d stack %ld ready %d nval %d cwd %s altstack %s pending %d fl %d\\n\",\n\
+             CPU_COUNT(&set), (long)r.rlim_cur, ready, p[2].revents == POLLNVAL, cwd,\n\
+             ss.ss_flags & SS_DISABLE ? \"off\" : \"on\", sigismember(&pending, SIGUSR2),\n\
+             fcntl(1, F_GETFL) & O_ACCMODE);\n\
+           fflush(stdout);\n\
+           sigprocmask(SIG_UNBLOCK, &block, NULL);\n\
+           return 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let (machine, exit) = run(&program, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "cpus 1 stack 8388608 ready 3 nval 1 cwd / altstack off pending 1 fl 1\n",
+        "calls {:?}",
+        machine.calls
+    );
+    // SIGUSR1 was ignored; SIGUSR2 stayed pending while blocked, and its
+    // default action ended the process when it was unblocked.
+    let Exit::Signal { signal, .. } = exit else {
+        panic!("{exit:?}")
+    };
+    assert_eq!(signal, 12, "SIGUSR2");
+}
+
+/// Builds `source` as a static riscv64 Rust program with rustc; `None`
+/// (saying so) without the riscv64gc-unknown-linux-gnu target, unless
+/// `DST_REQUIRE_RISCV_RUST` is set (CI sets it where rustup installs it).
+fn build_rust(name: &str, source: &str) -> Option<PathBuf> {
+    let target = "riscv64gc-unknown-linux-gnu";
+    if !rust_target_installed() {
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("dst-rv-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let main = dir.join("main.rs");
+    std::fs::write(&main, source).unwrap();
+    let program = dir.join(name);
+    let status = Command::new("rustc")
+        .args(["--edition", "2021", "-O", "--target", target])
+        .args([
+            "-C",
+            "target-feature=+crt-static",
+            "-C",
+            "linker=riscv64-linux-gnu-gcc",
+        ])
+        .arg(&main)
+        .arg("-o")
+        .arg(&program)
+        .status()
+        .unwrap();
+    assert!(status.success(), "rustc {target} failed");
+    Some(program)
+}
+
+/// Runs `program` on the nominal input, which must end with its exit
+/// status 0 (else the output and calls are shown); the emulator after it.
+fn runs_to_exit(program: &Path) -> dst_executors::riscv::executor::Emulator {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let mut exec = Emulator::open(program, &["prog".to_string()], 100_000_000).unwrap();
+    let end = exec.execute(&[]);
+    let machine = exec.machine();
+    assert_eq!(
+        end,
+        End::Ok,
+        "stdout {:?} stderr {:?} calls {:?}",
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        String::from_utf8_lossy(&machine.kernel.stderr),
+        machine.calls
+    );
+    exec
+}
+
+/// Whether rustc has the riscv64gc-unknown-linux-gnu target (saying so
+/// when it has not, and failing then if `DST_REQUIRE_RISCV_RUST` is set).
+fn rust_target_installed() -> bool {
+    let target = "riscv64gc-unknown-linux-gnu";
+    let installed = Command::new("rustc")
+        .args(["--print", "target-libdir", "--target", target])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .is_some_and(|dir| dir.is_dir());
+    if !installed {
+        assert!(
+            std::env::var_os("DST_REQUIRE_RISCV_RUST").is_none(),
+            "DST_REQUIRE_RISCV_RUST is set but the {target} target is not installed"
+        );
+        eprintln!(
+            "skipped: the {target} Rust target is not installed (rustup target add {target})"
+        );
+    }
+    installed
+}
+
+#[test]
+fn an_unmodified_tokio_program_runs_its_multi_thread_runtime_timers_and_channels() {
+    use dst_executors::{End, Executor};
+    if !rust_target_installed() {
+        return;
+    }
+    // executors/tests/tokio: tokio from crates.io, pinned by its lock file.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tokio/Cargo.toml");
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio");
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "-q",
+            "--release",
+            "--locked",
+            "--target",
+            "riscv64gc-unknown-linux-gnu",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env(
+            "RUSTFLAGS",
+            "-C target-feature=+crt-static -C linker=riscv64-linux-gnu-gcc",
+        )
+        .status()
+        .unwrap();
+    assert!(status.success(), "building executors/tests/tokio failed");
+    let program = target_dir.join("riscv64gc-unknown-linux-gnu/release/dst-riscv-tokio");
+    let mut exec = runs_to_exit(&program);
+    let machine = exec.machine();
+    // Four sleeping tasks joined (1 + 4 + 9 + 16), ten messages through a
+    // bounded channel, and a timeout that fired: the runtime's worker
+    // threads, its epoll and eventfd, and its timer wheel on virtual time.
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "sum 30 got 45 timed out true\n"
+    );
+    for (call, name) in [(20, "epoll_create1"), (19, "eventfd2"), (22, "epoll_pwait")] {
+        assert!(machine.calls.iter().any(|&(n, _)| n == call), "{name}");
+    }
+    let calls = machine.calls.clone();
+    assert_eq!(exec.execute(&[]), End::Ok);
+    assert_eq!(exec.machine().calls, calls, "the same calls on replay");
+}
+
+#[test]
+fn a_rust_std_program_with_threads_a_lock_and_a_sleep_runs_to_its_exit() {
+    let Some(program) = build_rust(
+        "rusty",
+        r#"use std::sync::{Arc, Mutex};
+fn main() {
+    let total = Arc::new(Mutex::new(0u64));
+    let handles: Vec<_> = (1..=3u64)
+        .map(|i| {
+            let total = total.clone();
+            std::thread::spawn(move || {
+                for k in 0..100u64 {
+                    *total.lock().unwrap() += k * i;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let start = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(start.elapsed() >= std::time::Duration::from_millis(5));
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("total {} cpus {cpus}", total.lock().unwrap());
+}
+"#,
+    ) else {
+        return;
+    };
+    let exec = runs_to_exit(&program);
+    let machine = exec.machine();
+    // 4950 * (1 + 2 + 3): every update of every thread; End::Ok is the
+    // program's own exit, with status 0.
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "total 29700 cpus 1\n"
+    );
+    assert!(machine.threads.len() >= 4, "main and three threads");
+}
+
+#[test]
+fn signal_handlers_run_on_their_stack_and_return_and_a_fault_reaches_its_handler() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let Some(program) = build(
+        "handlers",
+        "#define _GNU_SOURCE\n#include <signal.h>\n#include <setjmp.h>\n#include <stdio.h>\n\
+         #include <stdlib.h>\n#include <string.h>\n\
+         static char alt[65536]; static volatile int usr1, on_alt, faults; static volatile long at;\n\
+         static sigjmp_buf back;\n\
+         static void on_usr1(int sig, siginfo_t *info, void *uc) {\n\
+           char here; (void)uc; usr1 += sig == SIGUSR1 && info->si_signo == SIGUSR1;\n\
+           on_alt = &here >= alt && &here < alt + sizeof alt; }\n\
+         static void on_segv(int sig, siginfo_t *info, void *uc) {\n\
+           (void)sig; (void)uc; faults++; at = (long)info->si_addr; siglongjmp(back, 1); }\n\
+         int main(void) {\n\
+           stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0 };\n\
+           if (sigaltstack(&ss, 0)) return 10;\n\
+           struct sigaction sa; memset(&sa, 0, sizeof sa); sigemptyset(&sa.sa_mask);\n\
+           sa.sa_sigaction = on_usr1; sa.sa_flags = SA_SIGINFO | SA_ONSTACK;\n\
+           if (sigaction(SIGUSR1, &sa, 0)) return 11;\n\
+           sa.sa_sigaction = on_segv; sa.sa_flags = SA_SIGINFO;\n\
+           if (sigaction(SIGSEGV, &sa, 0)) return 12;\n\
+           double kept = 1.25; int local = 7;\n\
+           raise(SIGUSR1); raise(SIGUSR1);\n\
+           if (!sigsetjmp(back, 1)) { *(volatile int *)16 = 1; return 13; }\n\
+           printf(\"usr1 %d alt %d faults %d at %ld kept %.2f %d\\n\", usr1, on_alt, faults, at, kept, local);\n\
+           return 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let mut exec = Emulator::open(&program, &["handlers".to_string()], 10_000_000).unwrap();
+    let end = exec.execute(&[]);
+    let machine = exec.machine();
+    assert_eq!(end, End::Ok, "calls {:?}", machine.calls);
+    // Each raise ran the handler on the alternate stack and came back
+    // (rt_sigreturn restored the registers, floating point included); the
+    // write to address 16 ran the SIGSEGV handler, with that address.
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "usr1 2 alt 1 faults 1 at 16 kept 1.25 7\n"
+    );
+    let returns = machine.calls.iter().filter(|(n, _)| *n == 139).count();
+    assert_eq!(returns, 2, "two handlers returned, the third jumped out");
+}
+
+/// Builds `executors/tests/go/NAME.go` for riscv64 with Go (static, no
+/// cgo); `None` (saying so) without `go`, unless `DST_REQUIRE_GO` is set
+/// (CI installs Debian's golang-go and sets it).
+fn build_go(name: &str) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/go/{name}.go"));
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let program = tmp.join(format!("go-{name}-{}", std::process::id()));
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .env("CGO_ENABLED", "0")
+        .env("GOARCH", "riscv64")
+        .env("GOOS", "linux")
+        .env("GOCACHE", tmp.join("go-cache"))
+        .env("GOPATH", tmp.join("go-path"))
+        .env("GO111MODULE", "off")
+        .status();
+    match built {
+        Ok(status) => {
+            assert!(status.success(), "go build {name}.go failed");
+            Some(program)
+        }
+        Err(_) => {
+            assert!(
+                std::env::var_os("DST_REQUIRE_GO").is_none(),
+                "DST_REQUIRE_GO is set but go is not installed"
+            );
+            eprintln!("skipped: go is not installed (Debian: golang-go)");
+            None
+        }
+    }
+}
+
+#[test]
+fn go_programs_run_goroutines_timers_and_the_runtime_s_preemption_signal() {
+    use dst_executors::{End, Executor};
+    let Some(hello) = build_go("hello") else {
+        return;
+    };
+    // Goroutines that sleep, a mutex, a WaitGroup and a channel: the
+    // runtime's threads, futexes, its netpoller (epoll and a pipe) as its
+    // timer wait, and virtual time.
+    let mut exec = runs_to_exit(&hello);
+    let machine = exec.machine();
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "total 4995000 results 4\n"
+    );
+    let calls = machine.calls.clone();
+    assert!(
+        calls.iter().any(|&(n, _)| n == 22),
+        "the timer wait is epoll_pwait"
+    );
+    assert_eq!(exec.execute(&[]), End::Ok);
+    assert_eq!(exec.machine().calls, calls, "the same calls on replay");
+
+    // A goroutine spinning on an atomic while the one that sets it sleeps,
+    // on one CPU: only the runtime's asynchronous preemption (sysmon's
+    // SIGURG, its handler rewriting the interrupted pc) lets it go on.
+    let Some(spin) = build_go("spin") else {
+        return;
+    };
+    let exec = runs_to_exit(&spin);
+    let machine = exec.machine();
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "procs 1 spun true\n"
+    );
+    assert!(
+        machine.calls.iter().any(|&(n, _)| n == 131)
+            && machine.calls.iter().any(|&(n, _)| n == 139),
+        "tgkill and rt_sigreturn: the signal reached its handler and came back"
+    );
+}
+
+#[test]
+fn pipes_eventfds_and_epoll_block_wake_and_time_out_in_virtual_time() {
+    let Some(program) = build(
+        "waits",
+        "#define _GNU_SOURCE\n#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n\
+         #include <stdint.h>\n#include <string.h>\n#include <time.h>\n#include <unistd.h>\n\
+         #include <errno.h>\n#include <sys/epoll.h>\n#include <sys/eventfd.h>\n\
+         static int p[2];\n\
+         static void *writer(void *arg) { (void)arg; write(p[1], \"ping\", 4); return 0; }\n\
+         static long ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);\n\
+           return t.tv_sec * 1000 + t.tv_nsec / 1000000; }\n\
+         int main(void) {\n\
+           if (pipe(p)) return 10;\n\
+           pthread_t t; pthread_create(&t, 0, writer, 0);\n\
+           char buf[8] = {0}; long n = read(p[0], buf, sizeof buf - 1);\n\
+           pthread_join(t, 0);\n\
+           int ep = epoll_create1(0), ev = eventfd(0, EFD_NONBLOCK);\n\
+           struct epoll_event e = { .events = EPOLLIN, .data.u64 = 42 };\n\
+           epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e);\n\
+           long before = ms(); struct epoll_event got[4];\n\
+           int none = epoll_wait(ep, got, 4, 50); long waited = ms() - before;\n\
+           uint64_t one = 1; write(ev, &one, 8);\n\
+           int ready = epoll_wait(ep, got, 4, -1);\n\
+           uint64_t value = 0; read(ev, &value, 8);\n\
+           int again = read(ev, &value, 8) < 0 && errno == EAGAIN;\n\
+           signal(SIGPIPE, SIG_IGN); close(p[0]);\n\
+           int broken = write(p[1], \"x\", 1) < 0 && errno == EPIPE;\n\
+           printf(\"read %ld %s none %d waited %d ready %d data %llu value %llu again %d broken %d\\n\",\n\
+             n, buf, none, waited >= 50, ready, (unsigned long long)got[0].data.u64,\n\
+             (unsigned long long)value, again, broken);\n\
+           fflush(stdout);\n\
+           int q[2]; pipe(q); read(q[0], buf, 1);\n\
+           return 0; }\n",
+        &["-static", "-pthread"],
+    ) else {
+        return;
+    };
+    let (machine, exit) = run(&program, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "read 4 ping none 0 waited 1 ready 1 data 42 value 1 again 1 broken 1\n",
+        "calls {:?}",
+        machine.calls
+    );
+    // The last read waits on a pipe whose only writer is the reader
+    // itself: nothing can wake it.
+    let Exit::Deadlock { waiting } = exit else {
+        panic!("{exit:?}")
+    };
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
 }

@@ -237,8 +237,8 @@ impl Emulator {
         crate::guest::record_output(
             &mut machine.recorder,
             Some(&calls),
-            &machine.stdout,
-            &machine.stderr,
+            &machine.kernel.stdout,
+            &machine.kernel.stderr,
         );
     }
 

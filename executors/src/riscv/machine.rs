@@ -17,7 +17,32 @@ impl GuestMemory for Memory {
         Memory::c_string(self, address, max).ok()
     }
 }
-use super::threads::{Parts, State, Threads, Why};
+
+/// The application kernel works on the emulator's memory.
+impl Guest for Memory {
+    fn read(&self, at: u64, out: &mut [u8]) -> Result<(), u64> {
+        Memory::read(self, at, out)
+    }
+    fn write(&mut self, at: u64, bytes: &[u8]) -> Result<(), u64> {
+        Memory::write(self, at, bytes)
+    }
+    fn c_string(&self, at: u64, max: usize) -> Result<Vec<u8>, u64> {
+        Memory::c_string(self, at, max)
+    }
+    fn map(&mut self, start: u64, len: u64, prot: u8) {
+        Memory::map(self, start, len, prot)
+    }
+    fn unmap(&mut self, start: u64, len: u64) {
+        Memory::unmap(self, start, len)
+    }
+    fn protect(&mut self, start: u64, len: u64, prot: u8) -> bool {
+        Memory::protect(self, start, len, prot)
+    }
+    fn zero(&mut self, start: u64, len: u64) {
+        Memory::zero(self, start, len)
+    }
+}
+use super::threads::{POLL, Parts, State, Threads, Why};
 use dst::decision::{Kind, Value};
 use dst::protocol::SiteText;
 use dst::region::Layout;
@@ -26,11 +51,9 @@ use crate::guest::Recorder;
 
 /// Where the stack ends (grows down from here) and how big it is.
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
-const STACK_SIZE: u64 = 8 << 20;
+use crate::linux::{Cause, Context, Guest, Kernel, Outcome, Regs, STACK_SIZE};
 /// The realtime clock at the start of every run (one epoch for every level).
 pub(super) use dst::world::clock::EPOCH_NS;
-/// Where anonymous mappings are placed, growing up.
-const MMAP_BASE: u64 = 0x2000_0000_0000;
 
 /// How a program run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,10 +109,9 @@ pub struct Machine {
     /// The running thread's registers.
     pub cpu: Cpu,
     pub memory: Memory,
-    brk: u64,
-    mmap_next: u64,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    /// The program's application kernel: its address space, descriptors,
+    /// output and signal table (`crate::linux`).
+    pub kernel: Kernel,
     /// System calls made: (number, result).
     pub calls: Vec<(u64, i64)>,
     /// The guest threads and their schedule (`threads.current` runs, its
@@ -190,14 +212,12 @@ impl Machine {
         }
         let brk = align(end, PAGE);
         memory.map(STACK_TOP - STACK_SIZE, STACK_SIZE, READ | WRITE);
+        crate::linux::Signals::map_vdso(&mut memory);
         let mut machine = Machine {
             now: 0,
             cpu: Cpu::default(),
             memory,
-            brk,
-            mmap_next: MMAP_BASE,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
+            kernel: Kernel::new(brk),
             calls: Vec::new(),
             threads: Threads::main(),
             sites: std::sync::Arc::new(Sites::of(file)),
@@ -338,6 +358,15 @@ impl Machine {
                 }
                 continue;
             }
+            // A signal for the thread about to run is delivered now, on
+            // its way back to the program (after a system call or a
+            // switch), as Linux delivers it.
+            if self.kernel.signals.any_pending()
+                && let Some(signal) = self.kernel.signals.take(self.threads.tid())
+                && let Some(exit) = self.signal(signal, Cause::Sent)
+            {
+                return exit;
+            }
             let stop = limit.min(self.threads.slice_end);
             if let Some(exit) = self.run_slice(stop, edges, &mut icache) {
                 return exit;
@@ -386,25 +415,21 @@ impl Machine {
                     });
                 }
                 Err(Stop::Fault { address }) => {
-                    return Some(Exit::Signal {
-                        signal: 11,
-                        pc: self.cpu.pc,
-                        address,
-                    });
+                    // SEGV_ACCERR where a page is mapped, else SEGV_MAPERR.
+                    let code = if self.memory.is_mapped(address) { 2 } else { 1 };
+                    if let Some(exit) = self.fault(11, code, address) {
+                        return Some(exit);
+                    }
                 }
                 Err(Stop::Misaligned { address }) => {
-                    return Some(Exit::Signal {
-                        signal: 7,
-                        pc: self.cpu.pc,
-                        address,
-                    });
+                    if let Some(exit) = self.fault(7, 1, address) {
+                        return Some(exit);
+                    }
                 }
                 Err(Stop::Illegal { .. }) => {
-                    return Some(Exit::Signal {
-                        signal: 4,
-                        pc: self.cpu.pc,
-                        address: self.cpu.pc,
-                    });
+                    if let Some(exit) = self.fault(4, 1, self.cpu.pc) {
+                        return Some(exit);
+                    }
                 }
             }
         }
@@ -414,12 +439,6 @@ impl Machine {
     /// One system call (number in a7, arguments in a0..a5, result to a0);
     /// `Some` when it ends the run.
     fn syscall(&mut self) -> Option<Exit> {
-        const ENOENT: i64 = -2;
-        const EBADF: i64 = -9;
-        const ENOMEM: i64 = -12;
-        const EINVAL: i64 = -22;
-        const ENOTTY: i64 = -25;
-        const ENOSYS: i64 = -38;
         let x = self.cpu.x;
         let (number, a0, a1, a2) = (x[17], x[10], x[11], x[12]);
         let unsupported = |what| Some(Exit::Unsupported { number, what });
@@ -436,6 +455,9 @@ impl Machine {
             220 => match self.parts(|t, m| t.clone_thread(m, a0, a1, a2, x[13], x[14])) {
                 Ok(tid) => {
                     point = Some(Why::Clone);
+                    self.kernel
+                        .signals
+                        .thread_created(self.threads.tid(), tid as u64);
                     tid
                 }
                 Err(what) => return unsupported(Some(what)),
@@ -452,6 +474,9 @@ impl Machine {
                 match self.parts(|t, m| t.clone_thread(m, flags, top, parent, tls, child)) {
                     Ok(tid) => {
                         point = Some(Why::Clone);
+                        self.kernel
+                            .signals
+                            .thread_created(self.threads.tid(), tid as u64);
                         tid
                     }
                     Err(what) => return unsupported(Some(what)),
@@ -487,120 +512,33 @@ impl Machine {
                     _ => -14,
                 }
             }
-            64 => self.write(a0, a1, a2),
-            66 => {
-                // writev: iovecs of (base, len)
-                let mut total = 0;
-                for k in 0..a2 {
-                    let (Ok(base), Ok(len)) = (
-                        self.memory.load(a1 + 16 * k, 8),
-                        self.memory.load(a1 + 16 * k + 8, 8),
-                    ) else {
-                        total = -14;
-                        break;
-                    };
-                    let n = self.write(a0, base, len);
-                    if n < 0 {
-                        total = n;
-                        break;
-                    }
-                    total += n;
-                }
-                total
-            }
-            63 => {
-                if a0 == 0 {
-                    0
-                } else {
-                    EBADF
-                }
-            }
-            214 => {
-                // brk
-                if a0 > self.brk && a0 < self.brk + (1 << 30) {
-                    let start = self.brk;
-                    self.memory.map(start, a0 - start, READ | WRITE);
-                    self.brk = a0;
-                }
-                self.brk as i64
-            }
-            222 => {
-                // mmap(addr, len, prot, flags, fd, off): anonymous only
-                let len = align(a1, PAGE);
-                let flags = x[13];
-                if flags & 0x20 == 0 || len == 0 {
-                    ENOMEM
-                } else {
-                    let at = self.mmap_next;
-                    self.mmap_next += len + PAGE;
-                    self.memory
-                        .map(at, len, x[12] as u8 & (READ | WRITE | EXEC));
-                    at as i64
-                }
-            }
-            215 => {
-                self.memory.unmap(a0, align(a1, PAGE));
-                0
-            }
-            226 => {
-                // mprotect
-                let prot = a2 as u8 & (READ | WRITE | EXEC);
-                if a0 % PAGE != 0 {
-                    EINVAL
-                } else if self.memory.protect(a0, align(a1, PAGE), prot) {
-                    0
-                } else {
-                    ENOMEM
-                }
-            }
-            233 => {
-                // madvise: MADV_DONTNEED reads back zeroes
-                if a2 == 4 {
-                    self.memory.zero(a0, align(a1, PAGE));
-                }
-                0
-            }
             96 => {
                 // set_tid_address: the tid
                 let me = self.threads.current;
                 self.threads.list[me].clear_tid = a0;
                 self.threads.tid() as i64
             }
-            99 => 0,       // set_robust_list
-            293 => ENOSYS, // rseq
-            261 => {
-                // prlimit64: report 8 MiB soft and hard limits when asked
-                if x[13] != 0 {
-                    let _ = self.memory.store(x[13], 8, STACK_SIZE);
-                    let _ = self.memory.store(x[13] + 8, 8, STACK_SIZE);
-                }
-                0
-            }
-            160 => {
-                // uname: six 65-byte fields
-                let mut buf = [0u8; 65 * 6];
-                for (i, field) in ["Linux", "dst", "6.1.0", "#1", "riscv64", ""]
-                    .iter()
-                    .enumerate()
-                {
-                    buf[65 * i..65 * i + field.len()].copy_from_slice(field.as_bytes());
-                }
-                match self.memory.write(a0, &buf) {
-                    Ok(()) => 0,
-                    Err(_) => -14,
-                }
-            }
-            172 => 1,                         // getpid
             178 => self.threads.tid() as i64, // gettid
-            134 | 135 => 0,                   // rt_sigaction, rt_sigprocmask
-            131 | 129 => {
-                // tgkill / kill of itself: the signal
-                let signal = if number == 131 { a2 } else { a1 };
-                return Some(Exit::Signal {
-                    signal: signal as i32,
-                    pc: self.cpu.pc - 4,
-                    address: 0,
-                });
+            139 => {
+                // rt_sigreturn: the registers come back from the frame,
+                // a0 included (no result is written over it).
+                let mut regs = self.regs();
+                let tid = self.threads.tid();
+                return match self.kernel.signals.sigreturn(&self.memory, tid, &mut regs) {
+                    Ok(()) => {
+                        self.set_regs(&regs);
+                        self.calls.push((number, regs.x[10] as i64));
+                        None
+                    }
+                    Err(outcome) => Some(self.ended(outcome, number)),
+                };
+            }
+            130 | 131
+                if !self.threads.list.iter().any(|t| {
+                    t.tid == if number == 130 { a0 } else { a1 } && t.state != State::Exited
+                }) =>
+            {
+                -3 // ESRCH
             }
             278 => {
                 // getrandom: decision bytes
@@ -627,30 +565,6 @@ impl Machine {
                     Err(_) => -14,
                 }
             }
-            79 | 80 => {
-                // newfstatat(fd, "", buf, AT_EMPTY_PATH) and fstat(fd, buf):
-                // stdio is a character device; there are no files.
-                let (fd, buf) = if number == 80 { (a0, a1) } else { (a0, a2) };
-                let empty = number == 80 || self.memory.c_string(a1, 1).is_ok_and(|p| p.is_empty());
-                if fd <= 2 && empty {
-                    let mut stat = [0u8; 128];
-                    stat[16..20].copy_from_slice(&0o20620u32.to_le_bytes());
-                    stat[20..24].copy_from_slice(&1u32.to_le_bytes());
-                    stat[56..60].copy_from_slice(&1024u32.to_le_bytes());
-                    match self.memory.write(buf, &stat) {
-                        Ok(()) => 0,
-                        Err(_) => -14,
-                    }
-                } else if empty {
-                    EBADF
-                } else {
-                    ENOENT
-                }
-            }
-            56 => ENOENT, // openat
-            57 => 0,      // close
-            29 => ENOTTY, // ioctl
-            78 => EINVAL, // readlinkat
             169 => {
                 // gettimeofday(tv, tz): virtual time
                 let now = self.tick() + EPOCH_NS;
@@ -680,7 +594,36 @@ impl Machine {
                 Ok(result) => result,
                 Err(what) => return unsupported(Some(what)),
             },
-            _ => return unsupported(None),
+            _ => {
+                let ctx = Context {
+                    tid: self.threads.tid(),
+                    pc: self.cpu.pc - 4,
+                    now: self.now,
+                };
+                let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
+                let outcome = self.kernel.call(&mut self.memory, ctx, number, args);
+                if self.kernel.take_woken() {
+                    // A file's readiness changed: blocked calls run again.
+                    self.threads.wake(&mut self.cpu, POLL, u64::MAX, u32::MAX);
+                }
+                match outcome {
+                    Outcome::Return(result) => result,
+                    Outcome::Block { deadline } => {
+                        // The thread waits at its ecall, and makes the call
+                        // again when woken (a0 still holds its argument).
+                        self.cpu.pc -= 4;
+                        self.threads.block_on_poll(deadline);
+                        return self.schedule(Why::Block).err();
+                    }
+                    outcome @ (Outcome::Killed(_) | Outcome::Unsupported(_)) => {
+                        self.cpu.pc -= 4;
+                        let exit = self.ended(outcome, number);
+                        self.cpu.pc += 4;
+                        return Some(exit);
+                    }
+                    Outcome::NotMine => return unsupported(None),
+                }
+            }
         };
         if number < DST_ECALL {
             self.calls.push((number, result));
@@ -704,17 +647,69 @@ impl Machine {
         self.now
     }
 
-    fn write(&mut self, fd: u64, at: u64, len: u64) -> i64 {
-        let mut bytes = vec![0; len.min(1 << 20) as usize];
-        if self.memory.read(at, &mut bytes).is_err() {
-            return -14;
+    /// The running thread's registers, as a signal frame holds them.
+    fn regs(&self) -> Regs {
+        Regs {
+            x: self.cpu.x,
+            f: self.cpu.f,
+            pc: self.cpu.pc,
+            fcsr: self.cpu.fcsr,
         }
-        match fd {
-            1 => self.stdout.extend_from_slice(&bytes),
-            2 => self.stderr.extend_from_slice(&bytes),
-            _ => return -9,
+    }
+
+    fn set_regs(&mut self, regs: &Regs) {
+        self.cpu.x = regs.x;
+        self.cpu.x[0] = 0;
+        self.cpu.f = regs.f;
+        self.cpu.pc = regs.pc;
+        self.cpu.fcsr = regs.fcsr;
+        self.cpu.reservation = None;
+    }
+
+    /// How the run ends when the kernel says so (at the current pc).
+    fn ended(&self, outcome: Outcome, number: u64) -> Exit {
+        match outcome {
+            Outcome::Killed(signal) => Exit::Signal {
+                signal,
+                pc: self.cpu.pc,
+                address: 0,
+            },
+            Outcome::Unsupported(what) => Exit::Unsupported { number, what },
+            Outcome::Return(_) | Outcome::NotMine | Outcome::Block { .. } => {
+                unreachable!("only an ending outcome ends the run")
+            }
         }
-        bytes.len() as i64
+    }
+
+    /// Delivers `signal` to the running thread (its handler called, or
+    /// its default action taken); `Some` when that ends the run.
+    fn signal(&mut self, signal: u64, cause: Cause) -> Option<Exit> {
+        let mut regs = self.regs();
+        let tid = self.threads.tid();
+        match self
+            .kernel
+            .signals
+            .deliver(&mut self.memory, tid, signal, cause, &mut regs)
+        {
+            Ok(()) => {
+                self.set_regs(&regs);
+                None
+            }
+            Err(outcome) => Some(self.ended(outcome, 129)),
+        }
+    }
+
+    /// A fault of the running thread's instruction at `pc`: its handler
+    /// runs if it has one, else the run ends with the signal there.
+    fn fault(&mut self, signal: u64, code: i32, address: u64) -> Option<Exit> {
+        if self.kernel.signals.handles(self.threads.tid(), signal) {
+            return self.signal(signal, Cause::Fault { code, address });
+        }
+        Some(Exit::Signal {
+            signal: signal as i32,
+            pc: self.cpu.pc,
+            address,
+        })
     }
 }
 
@@ -758,15 +753,26 @@ pub fn syscall_name(number: u64) -> &'static str {
     }
     const NAMES: &[(u64, &str)] = &[
         (17, "getcwd"),
+        (19, "eventfd2"),
+        (20, "epoll_create1"),
+        (21, "epoll_ctl"),
+        (22, "epoll_pwait"),
         (23, "dup"),
         (24, "dup3"),
         (25, "fcntl"),
         (29, "ioctl"),
         (34, "mkdirat"),
         (35, "unlinkat"),
+        (38, "renameat"),
+        (43, "statfs"),
+        (44, "fstatfs"),
+        (45, "truncate"),
         (46, "ftruncate"),
+        (47, "fallocate"),
         (48, "faccessat"),
         (49, "chdir"),
+        (53, "fchmodat"),
+        (54, "fchownat"),
         (56, "openat"),
         (57, "close"),
         (59, "pipe2"),
@@ -778,12 +784,19 @@ pub fn syscall_name(number: u64) -> &'static str {
         (66, "writev"),
         (67, "pread64"),
         (68, "pwrite64"),
+        (71, "sendfile"),
         (72, "pselect6"),
         (73, "ppoll"),
         (78, "readlinkat"),
         (79, "newfstatat"),
         (80, "fstat"),
+        (81, "sync"),
         (82, "fsync"),
+        (83, "fdatasync"),
+        (85, "timerfd_create"),
+        (86, "timerfd_settime"),
+        (87, "timerfd_gettime"),
+        (88, "utimensat"),
         (93, "exit"),
         (94, "exit_group"),
         (96, "set_tid_address"),
@@ -793,16 +806,30 @@ pub fn syscall_name(number: u64) -> &'static str {
         (113, "clock_gettime"),
         (114, "clock_getres"),
         (115, "clock_nanosleep"),
+        (120, "sched_getscheduler"),
+        (121, "sched_getparam"),
         (122, "sched_setaffinity"),
         (123, "sched_getaffinity"),
         (124, "sched_yield"),
+        (125, "sched_get_priority_max"),
         (129, "kill"),
+        (130, "tkill"),
         (131, "tgkill"),
+        (132, "sigaltstack"),
         (134, "rt_sigaction"),
         (135, "rt_sigprocmask"),
+        (136, "rt_sigpending"),
         (139, "rt_sigreturn"),
+        (140, "setpriority"),
+        (141, "getpriority"),
+        (154, "setpgid"),
+        (155, "getpgid"),
+        (157, "setsid"),
         (160, "uname"),
         (163, "getrlimit"),
+        (164, "setrlimit"),
+        (165, "getrusage"),
+        (166, "umask"),
         (167, "prctl"),
         (169, "gettimeofday"),
         (172, "getpid"),
@@ -818,8 +845,13 @@ pub fn syscall_name(number: u64) -> &'static str {
         (201, "listen"),
         (202, "accept"),
         (203, "connect"),
+        (204, "getsockname"),
+        (205, "getpeername"),
         (206, "sendto"),
         (207, "recvfrom"),
+        (208, "setsockopt"),
+        (209, "getsockopt"),
+        (210, "shutdown"),
         (214, "brk"),
         (215, "munmap"),
         (216, "mremap"),
@@ -827,13 +859,22 @@ pub fn syscall_name(number: u64) -> &'static str {
         (221, "execve"),
         (222, "mmap"),
         (226, "mprotect"),
+        (227, "msync"),
+        (228, "mlock"),
+        (232, "mincore"),
         (233, "madvise"),
+        (242, "accept4"),
         (260, "wait4"),
         (261, "prlimit64"),
+        (267, "syncfs"),
+        (276, "renameat2"),
         (278, "getrandom"),
         (279, "memfd_create"),
+        (283, "membarrier"),
+        (291, "statx"),
         (293, "rseq"),
         (435, "clone3"),
+        (439, "faccessat2"),
     ];
     NAMES
         .iter()

@@ -9,9 +9,11 @@
 //! order: the current one first unless it yields, then the others from it
 //! in thread order) and how many instructions it runs before it is
 //! preempted (two bytes: 0 never, else a count on a log scale, from 1 to
-//! millions). The all-zero input never preempts, a preemption is two
-//! nonzero bytes, and a preempted thread goes last in the next point's
-//! order, so the next byte 0 runs another thread. Each preemption counts
+//! millions). The all-zero input preempts only as a kernel's timer does,
+//! a thread that ran [`QUANTUM`] instructions while others could (fair
+//! time slices: a spin-wait ends), a decided preemption is two nonzero
+//! bytes, and a preempted thread goes last in the next point's order, so
+//! the next byte 0 runs another thread. Each preemption counts
 //! the pair (preempted pc, resumed pc) as interleaving coverage.
 //!
 //! This is the one scheduling encoding of every level (`dst::decision`'s
@@ -70,6 +72,8 @@ pub enum Why {
     Sleep,
     Exit,
     Preempt,
+    /// A system call of the application kernel blocked (see [`POLL`]).
+    Block,
 }
 
 impl Why {
@@ -82,6 +86,7 @@ impl Why {
             Why::Sleep => "sleep",
             Why::Exit => "exit",
             Why::Preempt => "preemption",
+            Why::Block => "blocking call",
         }
     }
 
@@ -106,6 +111,18 @@ pub struct Switch {
     /// `from` could have gone on.
     pub preempted: bool,
 }
+
+/// Instructions a thread runs, when others could, before the nominal
+/// schedule preempts it (a kernel timer's time slice): a thread that spins
+/// waiting for another one lets it run, as on a real kernel.
+pub const QUANTUM: u64 = 200_000;
+
+/// The address a thread blocked in a system call of the application
+/// kernel waits on (`Outcome::Block`: ppoll, epoll_pwait, a read of an
+/// empty pipe): no guest address is this. Such a thread is woken when a
+/// file's readiness changes, or at its deadline, and makes its call again
+/// (its result is not set: a0 still holds the call's first argument).
+pub const POLL: u64 = u64::MAX;
 
 /// Threads a run may have (a `clone` past it fails with EAGAIN).
 pub const MAX_THREADS: usize = 256;
@@ -317,6 +334,18 @@ impl Threads {
         }
     }
 
+    /// The running thread blocks in a call it will make again (see
+    /// [`POLL`]), until woken or until `deadline`.
+    pub(super) fn block_on_poll(&mut self, deadline: Option<u64>) {
+        self.wait_seq += 1;
+        self.list[self.current].state = State::Waiting {
+            address: POLL,
+            bitset: u32::MAX,
+            deadline,
+            since: self.wait_seq,
+        };
+    }
+
     /// Threads waiting on `address` whose bitset meets `bitset`, oldest
     /// first.
     fn waiters(&self, address: u64, bitset: u32) -> Vec<usize> {
@@ -346,7 +375,9 @@ impl Threads {
                 break;
             }
             self.list[t].state = State::Runnable;
-            self.set_result(cpu, t, 0);
+            if address != POLL {
+                self.set_result(cpu, t, 0);
+            }
             woken += 1;
         }
         woken
@@ -415,10 +446,10 @@ impl Threads {
                 &mut [0; 2],
                 Value::Be,
             );
-            if let Some(slice) = dst::decision::slice_of(v) {
-                debug_assert!(slice >= 1, "a preemption lets the thread run");
-                self.slice_end = m.cpu.retired + slice;
-            }
+            // Nominally the kernel's timer: a fair time slice.
+            let slice = dst::decision::slice_of(v).unwrap_or(QUANTUM);
+            debug_assert!(slice >= 1, "a preemption lets the thread run");
+            self.slice_end = m.cpu.retired + slice;
         }
         if next != me {
             self.switch_to(m, next, why, me_runnable);
@@ -475,12 +506,16 @@ impl Threads {
         let mut any = false;
         for t in 0..self.list.len() {
             if let State::Waiting {
-                deadline: Some(d), ..
+                deadline: Some(d),
+                address,
+                ..
             } = self.list[t].state
                 && d <= *m.now
             {
                 self.list[t].state = State::Runnable;
-                self.set_result(m.cpu, t, -110); // ETIMEDOUT
+                if address != POLL {
+                    self.set_result(m.cpu, t, -110); // ETIMEDOUT
+                }
                 any = true;
             }
         }

@@ -1,0 +1,878 @@
+//! The application kernel: Linux's system calls for an unmodified program,
+//! answered over dst's world, deterministically (gVisor's Sentry is the
+//! model: Linux's system-call surface as a user-space kernel).
+//!
+//! A front runs the program's instructions and hands each system call it
+//! does not own to [`Kernel::call`], with the program's memory as a
+//! [`Guest`]. The riscv emulator is the first front
+//! (`crate::riscv::machine`); it keeps what touches its scheduler or takes
+//! decisions (threads, `futex`, sleeping, clocks, `getrandom`, `exit`),
+//! the kernel the rest: the address space (`brk`, `mmap`, `mprotect`,
+//! ...), descriptors and their reads and writes, the signal table, and the
+//! facts a runtime asks at start-up (one CPU, pid 1, uid 0, its limits).
+//!
+//! Deterministic by construction: every value returned here is a function
+//! of the calls made before it (addresses grow from fixed bases, the
+//! process has one CPU), so the same input replays the same answers.
+//!
+//! What is not here yet answers as Linux answers a missing feature
+//! (ENOENT for a path, ENOSYS for a call) where a runtime copes with that,
+//! and otherwise ends the run as a finding naming the call
+//! ([`Outcome::Unsupported`]): a `ppoll` that would block, a file mapped.
+//!
+//! Written here rather than taken from a crate: the models (gVisor,
+//! Shadow) are programs, not libraries an emulator can call.
+
+pub mod io;
+mod signals;
+
+pub use signals::{Cause, Regs, SigAction, Signals, TRAMPOLINE};
+
+/// Page size of the guest.
+pub const PAGE: u64 = 4096;
+/// Where anonymous mappings are placed, growing up.
+pub const MMAP_BASE: u64 = 0x2000_0000_0000;
+/// The main thread's stack size (`RLIMIT_STACK`).
+pub const STACK_SIZE: u64 = 8 << 20;
+/// Descriptors a process may hold (`RLIMIT_NOFILE`).
+pub const MAX_FILES: u64 = 1024;
+
+/// Page protection bits, as Linux's `PROT_*`.
+pub const READ: u8 = 1;
+pub const WRITE: u8 = 2;
+pub const EXEC: u8 = 4;
+
+// Linux's error numbers, negated as system calls return them.
+pub const ENOENT: i64 = -2;
+pub const EBADF: i64 = -9;
+pub const ENOMEM: i64 = -12;
+pub const EFAULT: i64 = -14;
+pub const EINVAL: i64 = -22;
+pub const ENOTTY: i64 = -25;
+pub const ESPIPE: i64 = -29;
+pub const ENOSYS: i64 = -38;
+pub const EAGAIN: i64 = -11;
+
+/// What the kernel needs of the program's memory (the front's).
+pub trait Guest {
+    /// Reads `out.len()` bytes at `at`; `Err` names an address that is
+    /// not readable.
+    fn read(&self, at: u64, out: &mut [u8]) -> Result<(), u64>;
+    /// Writes `bytes` at `at`; `Err` names an address that is not
+    /// writable.
+    fn write(&mut self, at: u64, bytes: &[u8]) -> Result<(), u64>;
+    /// The NUL-terminated string at `at`, at most `max` bytes.
+    fn c_string(&self, at: u64, max: usize) -> Result<Vec<u8>, u64>;
+    /// Maps zeroed pages over `start..start + len` with `prot`.
+    fn map(&mut self, start: u64, len: u64, prot: u8);
+    fn unmap(&mut self, start: u64, len: u64);
+    /// Sets the protection of mapped pages; `false` when one is missing.
+    fn protect(&mut self, start: u64, len: u64, prot: u8) -> bool;
+    /// Zeroes mapped pages (`MADV_DONTNEED`).
+    fn zero(&mut self, start: u64, len: u64);
+
+    /// A little-endian integer of `N` bytes at `at`.
+    fn load<const N: usize>(&self, at: u64) -> Result<u64, u64> {
+        debug_assert!(N <= 8);
+        let mut bytes = [0u8; 8];
+        self.read(at, &mut bytes[..N])?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+}
+
+/// What a call did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The result the program sees (a negated errno on failure).
+    Return(i64),
+    /// A signal whose action ends the process (the front reports it).
+    Killed(i32),
+    /// The kernel lacks the call (`None`) or this use of it.
+    Unsupported(Option<&'static str>),
+    /// Not the kernel's: the front's own call (threads, clocks, ...).
+    NotMine,
+    /// The call waits: until a file's readiness changes
+    /// ([`Kernel::take_woken`]) or, if any, until `deadline` (virtual
+    /// nanoseconds). The front blocks the thread and makes the same call
+    /// again when it wakes: the kernel remembers the wait's deadline for
+    /// that thread and place ([`Context`]), so the second call times out.
+    Block { deadline: Option<u64> },
+}
+
+/// Who makes a call, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// The calling thread.
+    pub tid: u64,
+    /// Where its call is (a blocked call is made again from there).
+    pub pc: u64,
+    /// Virtual nanoseconds (monotonic).
+    pub now: u64,
+}
+
+/// An open file description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum File {
+    /// Standard input: always at its end.
+    Stdin,
+    /// Standard output or error: captured by the kernel.
+    Stdout,
+    Stderr,
+    /// The read or write end of pipe `pipes[n]`.
+    PipeRead(usize),
+    PipeWrite(usize),
+    /// An eventfd: its counter is `events[n]`.
+    Event(usize),
+    /// An epoll instance: its interest list is `epolls[n]`.
+    Epoll(usize),
+}
+
+/// A descriptor: its file and status flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Open {
+    pub file: File,
+    /// `O_NONBLOCK`: a call that would wait fails with EAGAIN.
+    pub nonblock: bool,
+}
+
+/// One process's kernel state.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    /// The end of the heap (`brk`).
+    pub brk: u64,
+    /// Where the next anonymous mapping goes.
+    pub mmap_next: u64,
+    /// What the program wrote to its standard output and error.
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The descriptor table: `files[fd]`.
+    pub files: Vec<Option<Open>>,
+    /// Signal actions, masks and alternate stacks.
+    pub signals: Signals,
+    /// Pipes, eventfds and epoll instances (`io`).
+    pub io: io::Io,
+    /// Calls that blocked: by thread, where and until when.
+    restarts: std::collections::BTreeMap<u64, (u64, Option<u64>)>,
+    /// Resource limits set by the program (the rest are `limits`').
+    limits: std::collections::BTreeMap<u64, (u64, u64)>,
+}
+
+fn align(value: u64, to: u64) -> u64 {
+    value.div_ceil(to) * to
+}
+
+/// A result written to guest memory: 0, or EFAULT.
+fn written(r: Result<(), u64>) -> i64 {
+    if r.is_ok() { 0 } else { EFAULT }
+}
+
+impl Kernel {
+    /// A process whose heap starts at `brk`, with standard input, output
+    /// and error open.
+    pub fn new(brk: u64) -> Kernel {
+        debug_assert_eq!(brk % PAGE, 0, "the heap starts on a page");
+        Kernel {
+            brk,
+            mmap_next: MMAP_BASE,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            files: [File::Stdin, File::Stdout, File::Stderr]
+                .into_iter()
+                .map(|file| {
+                    Some(Open {
+                        file,
+                        nonblock: false,
+                    })
+                })
+                .collect(),
+            signals: Signals::default(),
+            io: io::Io::default(),
+            restarts: Default::default(),
+            limits: Default::default(),
+        }
+    }
+
+    fn file(&self, fd: u64) -> Option<&File> {
+        self.open(fd).map(|o| &o.file)
+    }
+
+    fn open(&self, fd: u64) -> Option<&Open> {
+        self.files.get(fd as usize).and_then(Option::as_ref)
+    }
+
+    /// A new descriptor for `file`, the lowest free one.
+    fn install(&mut self, file: File, nonblock: bool) -> i64 {
+        let at = (0..self.files.len())
+            .find(|&i| self.files[i].is_none())
+            .unwrap_or(self.files.len());
+        if at as u64 >= MAX_FILES {
+            self.io.close(&file);
+            return -24; // EMFILE
+        }
+        if self.files.len() <= at {
+            self.files.resize(at + 1, None);
+        }
+        self.files[at] = Some(Open { file, nonblock });
+        at as i64
+    }
+
+    /// Whether some file's readiness changed since the last call (the
+    /// front then wakes the threads blocked in [`Outcome::Block`]).
+    pub fn take_woken(&mut self) -> bool {
+        std::mem::take(&mut self.io.changed)
+    }
+
+    /// The call of `ctx` waits, at most `timeout` nanoseconds (`None`:
+    /// until a file is ready); the same call made again after the wake
+    /// keeps the first call's deadline, and returns 0 once it passed.
+    fn wait(&mut self, ctx: &Context, timeout: Option<u64>) -> Outcome {
+        let deadline = match self.restarts.get(&ctx.tid) {
+            Some(&(pc, deadline)) if pc == ctx.pc => deadline,
+            _ => timeout.map(|t| ctx.now.saturating_add(t)),
+        };
+        if deadline.is_some_and(|d| ctx.now >= d) {
+            self.restarts.remove(&ctx.tid);
+            return Outcome::Return(0);
+        }
+        self.restarts.insert(ctx.tid, (ctx.pc, deadline));
+        Outcome::Block { deadline }
+    }
+
+    /// System call `number` (riscv64's asm-generic numbering) made in
+    /// `ctx`, with arguments `a`.
+    pub fn call(
+        &mut self,
+        guest: &mut impl Guest,
+        ctx: Context,
+        number: u64,
+        a: [u64; 6],
+    ) -> Outcome {
+        let outcome = self.dispatch(guest, &ctx, number, a);
+        if !matches!(outcome, Outcome::Block { .. }) && !self.restarts.is_empty() {
+            self.restarts.remove(&ctx.tid);
+        }
+        outcome
+    }
+
+    fn dispatch(
+        &mut self,
+        guest: &mut impl Guest,
+        ctx: &Context,
+        number: u64,
+        a: [u64; 6],
+    ) -> Outcome {
+        let tid = ctx.tid;
+        let r = match number {
+            19 => {
+                // eventfd2(initial, flags): EFD_SEMAPHORE 1, EFD_NONBLOCK 0o4000
+                let n = self.io.eventfd(a[0], a[1] & 1 != 0);
+                self.install(File::Event(n), a[1] & 0o4000 != 0)
+            }
+            20 => {
+                // epoll_create1(flags)
+                let n = self.io.epoll();
+                self.install(File::Epoll(n), false)
+            }
+            21 => return self.epoll_ctl(guest, a),
+            22 => return self.epoll_pwait(guest, ctx, a),
+            59 => {
+                // pipe2(fds, flags): O_NONBLOCK 0o4000
+                let n = self.io.pipe();
+                let nonblock = a[1] & 0o4000 != 0;
+                let read = self.install(File::PipeRead(n), nonblock);
+                let write = self.install(File::PipeWrite(n), nonblock);
+                if read < 0 || write < 0 {
+                    for fd in [read, write] {
+                        if fd >= 0 {
+                            self.close(fd as u64);
+                        }
+                    }
+                    -24 // EMFILE
+                } else {
+                    let mut fds = [0u8; 8];
+                    fds[..4].copy_from_slice(&(read as i32).to_le_bytes());
+                    fds[4..].copy_from_slice(&(write as i32).to_le_bytes());
+                    if guest.write(a[0], &fds).is_err() {
+                        self.close(read as u64);
+                        self.close(write as u64);
+                        EFAULT
+                    } else {
+                        0
+                    }
+                }
+            }
+            17 => {
+                // getcwd(buf, size): the root
+                if a[1] < 2 {
+                    -34 // ERANGE
+                } else {
+                    match guest.write(a[0], b"/\0") {
+                        Ok(()) => 2,
+                        Err(_) => EFAULT,
+                    }
+                }
+            }
+            23 => self.dup(a[0], 0),
+            24 => {
+                // dup3(old, new, flags)
+                if a[0] == a[1] || self.file(a[0]).is_none() || a[1] >= MAX_FILES {
+                    if a[0] == a[1] { EINVAL } else { EBADF }
+                } else {
+                    let open = self.open(a[0]).cloned();
+                    if let Some(open) = &open {
+                        self.io.share(&open.file);
+                    }
+                    self.close(a[1]);
+                    if self.files.len() <= a[1] as usize {
+                        self.files.resize(a[1] as usize + 1, None);
+                    }
+                    self.files[a[1] as usize] = open;
+                    a[1] as i64
+                }
+            }
+            25 => self.fcntl(a[0], a[1], a[2]),
+            29 => {
+                // ioctl: nothing here is a terminal
+                if self.file(a[0]).is_some() {
+                    ENOTTY
+                } else {
+                    EBADF
+                }
+            }
+            48 => ENOENT, // faccessat: there are no files yet
+            56 => ENOENT, // openat: there are no files yet
+            57 => self.close(a[0]),
+            62 => {
+                // lseek: standard streams are not seekable
+                if self.file(a[0]).is_some() {
+                    ESPIPE
+                } else {
+                    EBADF
+                }
+            }
+            63 => return self.read(guest, ctx, a[0], a[1], a[2]),
+            64 => return self.write(guest, ctx, a[0], a[1], a[2]),
+            66 => {
+                // writev: iovecs of (base, len)
+                let mut total = 0;
+                for k in 0..a[2].min(1024) {
+                    let (Ok(base), Ok(len)) = (
+                        guest.load::<8>(a[1] + 16 * k),
+                        guest.load::<8>(a[1] + 16 * k + 8),
+                    ) else {
+                        total = EFAULT;
+                        break;
+                    };
+                    match self.write(guest, ctx, a[0], base, len) {
+                        Outcome::Return(n) if n < 0 => {
+                            if total == 0 {
+                                total = n;
+                            }
+                            break;
+                        }
+                        Outcome::Return(n) => {
+                            total += n;
+                            if (n as u64) < len {
+                                break;
+                            }
+                        }
+                        other if total == 0 => return other,
+                        _ => break,
+                    }
+                }
+                total
+            }
+            73 => return self.ppoll(guest, ctx, a),
+            78 => EINVAL, // readlinkat: there are no links
+            79 | 80 => {
+                // newfstatat(fd, "", buf, AT_EMPTY_PATH) and fstat(fd, buf)
+                let (fd, buf) = if number == 80 {
+                    (a[0], a[1])
+                } else {
+                    (a[0], a[2])
+                };
+                let empty = number == 80 || guest.c_string(a[1], 1).is_ok_and(|p| p.is_empty());
+                if !empty {
+                    ENOENT
+                } else if self.file(fd).is_some() {
+                    // A character device (the terminal's mode bits).
+                    let mut stat = [0u8; 128];
+                    stat[16..20].copy_from_slice(&0o20620u32.to_le_bytes());
+                    stat[20..24].copy_from_slice(&1u32.to_le_bytes());
+                    stat[56..60].copy_from_slice(&1024u32.to_le_bytes());
+                    written(guest.write(buf, &stat))
+                } else {
+                    EBADF
+                }
+            }
+            99 => 0, // set_robust_list: nothing to clean up without processes
+            114 => {
+                // clock_getres: a nanosecond
+                if a[1] == 0 {
+                    0
+                } else {
+                    written(guest.write(a[1], &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]))
+                }
+            }
+            122 => 0, // sched_setaffinity: there is one CPU anyway
+            123 => {
+                // sched_getaffinity(pid, size, mask): CPU 0 alone; the
+                // kernel's answer is the mask's size in bytes.
+                if a[1] < 8 || !a[1].is_multiple_of(8) {
+                    EINVAL
+                } else {
+                    let mut mask = vec![0u8; a[1].min(1024) as usize];
+                    mask[0] = 1;
+                    match guest.write(a[2], &mask) {
+                        Ok(()) => 8,
+                        Err(_) => EFAULT,
+                    }
+                }
+            }
+            129..=132 | 134..=136 => {
+                return self.signals.call(guest, tid, number, a);
+            }
+            160 => {
+                // uname: six 65-byte fields
+                let mut buf = [0u8; 65 * 6];
+                for (i, field) in ["Linux", "dst", "6.1.0", "#1", "riscv64", ""]
+                    .iter()
+                    .enumerate()
+                {
+                    buf[65 * i..65 * i + field.len()].copy_from_slice(field.as_bytes());
+                }
+                written(guest.write(a[0], &buf))
+            }
+            163 => {
+                // getrlimit(resource, rlim)
+                let (soft, hard) = self.limit(a[0]);
+                written(guest.write(a[1], &pair(soft, hard)))
+            }
+            164 => {
+                // setrlimit(resource, rlim)
+                let (Ok(soft), Ok(hard)) = (guest.load::<8>(a[1]), guest.load::<8>(a[1] + 8))
+                else {
+                    return Outcome::Return(EFAULT);
+                };
+                self.set_limit(a[0], soft, hard)
+            }
+            165 => {
+                // getrusage: nothing measured (time is the world's)
+                written(guest.write(a[1], &[0u8; 144]))
+            }
+            166 => 0o22,    // umask: the old mask
+            167 => 0,       // prctl: names and the like, accepted
+            172 => 1,       // getpid
+            173 => 0,       // getppid
+            174..=177 => 0, // getuid, geteuid, getgid, getegid: root
+            214 => {
+                // brk
+                if a[0] > self.brk && a[0] < self.brk + (1 << 30) {
+                    let start = self.brk;
+                    guest.map(start, a[0] - start, READ | WRITE);
+                    self.brk = a[0];
+                }
+                self.brk as i64
+            }
+            215 => {
+                // munmap
+                if !a[0].is_multiple_of(PAGE) {
+                    EINVAL
+                } else {
+                    guest.unmap(a[0], align(a[1], PAGE));
+                    0
+                }
+            }
+            216 => ENOMEM, // mremap: the caller copies instead
+            222 => {
+                // mmap(addr, len, prot, flags, fd, off): anonymous only,
+                // placed from MMAP_BASE up (a hint is not followed unless
+                // MAP_FIXED, which maps over what is there).
+                let len = align(a[1], PAGE);
+                let flags = a[3];
+                const MAP_FIXED: u64 = 0x10;
+                const MAP_ANONYMOUS: u64 = 0x20;
+                if len == 0 {
+                    EINVAL
+                } else if flags & MAP_ANONYMOUS == 0 {
+                    return Outcome::Unsupported(Some("mmap of a file"));
+                } else if flags & MAP_FIXED != 0 {
+                    if !a[0].is_multiple_of(PAGE) {
+                        EINVAL
+                    } else {
+                        guest.unmap(a[0], len);
+                        guest.map(a[0], len, a[2] as u8 & (READ | WRITE | EXEC));
+                        a[0] as i64
+                    }
+                } else {
+                    let at = self.mmap_next;
+                    self.mmap_next += len + PAGE;
+                    guest.map(at, len, a[2] as u8 & (READ | WRITE | EXEC));
+                    at as i64
+                }
+            }
+            226 => {
+                // mprotect
+                let prot = a[2] as u8 & (READ | WRITE | EXEC);
+                if !a[0].is_multiple_of(PAGE) {
+                    EINVAL
+                } else if guest.protect(a[0], align(a[1], PAGE), prot) {
+                    0
+                } else {
+                    ENOMEM
+                }
+            }
+            227 | 228 => 0, // msync, mlock: memory is memory
+            232 => {
+                // mincore: every page resident
+                let pages = align(a[1], PAGE) / PAGE;
+                written(guest.write(a[2], &vec![1u8; pages.min(1 << 20) as usize]))
+            }
+            233 => {
+                // madvise: MADV_DONTNEED reads back zeroes
+                if a[2] == 4 {
+                    guest.zero(a[0], align(a[1], PAGE));
+                }
+                0
+            }
+            261 => {
+                // prlimit64(pid, resource, new, old)
+                if !matches!(a[0], 0 | 1) {
+                    return Outcome::Return(-3); // ESRCH
+                }
+                if a[3] != 0 {
+                    let (soft, hard) = self.limit(a[1]);
+                    if guest.write(a[3], &pair(soft, hard)).is_err() {
+                        return Outcome::Return(EFAULT);
+                    }
+                }
+                if a[2] != 0 {
+                    let (Ok(soft), Ok(hard)) = (guest.load::<8>(a[2]), guest.load::<8>(a[2] + 8))
+                    else {
+                        return Outcome::Return(EFAULT);
+                    };
+                    return Outcome::Return(self.set_limit(a[1], soft, hard));
+                }
+                0
+            }
+            283 => ENOSYS, // membarrier: one CPU, and runtimes fall back
+            293 => ENOSYS, // rseq: glibc does without
+            _ => return Outcome::NotMine,
+        };
+        Outcome::Return(r)
+    }
+
+    fn close(&mut self, fd: u64) -> i64 {
+        match self.files.get_mut(fd as usize).and_then(Option::take) {
+            Some(open) => {
+                self.io.close(&open.file);
+                0
+            }
+            None => EBADF,
+        }
+    }
+
+    fn dup(&mut self, fd: u64, lowest: u64) -> i64 {
+        let Some(file) = self.open(fd).cloned() else {
+            return EBADF;
+        };
+        self.io.share(&file.file);
+        let lowest = lowest as usize;
+        let free = (lowest..self.files.len()).find(|&i| self.files[i].is_none());
+        let at = free.unwrap_or(self.files.len().max(lowest));
+        if at as u64 >= MAX_FILES {
+            self.io.close(&file.file);
+            return -24; // EMFILE
+        }
+        if self.files.len() <= at {
+            self.files.resize(at + 1, None);
+        }
+        self.files[at] = Some(file);
+        at as i64
+    }
+
+    fn fcntl(&mut self, fd: u64, command: u64, arg: u64) -> i64 {
+        if self.file(fd).is_none() {
+            return EBADF;
+        }
+        match command {
+            0 | 1030 => self.dup(fd, arg), // F_DUPFD, F_DUPFD_CLOEXEC
+            1 | 2 => 0,                    // F_GETFD, F_SETFD
+            3 => {
+                // F_GETFL: the access mode, and O_NONBLOCK
+                let open = self.open(fd).expect("checked above");
+                let mode = match open.file {
+                    File::Stdin | File::PipeRead(_) => 0,
+                    File::Stdout | File::Stderr | File::PipeWrite(_) => 1,
+                    File::Event(_) | File::Epoll(_) => 2,
+                };
+                mode | if open.nonblock { 0o4000 } else { 0 }
+            }
+            4 => {
+                // F_SETFL: O_NONBLOCK is the one flag kept
+                if let Some(Some(open)) = self.files.get_mut(fd as usize) {
+                    open.nonblock = arg & 0o4000 != 0;
+                }
+                0
+            }
+            _ => EINVAL,
+        }
+    }
+
+    /// `read(fd, at, len)`.
+    fn read(
+        &mut self,
+        guest: &mut impl Guest,
+        ctx: &Context,
+        fd: u64,
+        at: u64,
+        len: u64,
+    ) -> Outcome {
+        let Some(open) = self.open(fd).cloned() else {
+            return Outcome::Return(EBADF);
+        };
+        let len = len.min(1 << 20) as usize;
+        let got = match open.file {
+            File::Stdin => Ok(Vec::new()),
+            File::PipeRead(n) => self.io.read_pipe(n, len),
+            File::Event(n) => {
+                if len < 8 {
+                    return Outcome::Return(EINVAL);
+                }
+                self.io.read_event(n)
+            }
+            _ => return Outcome::Return(EBADF),
+        };
+        match got {
+            Ok(bytes) => Outcome::Return(match guest.write(at, &bytes) {
+                Ok(()) => bytes.len() as i64,
+                Err(_) => EFAULT,
+            }),
+            Err(io::WouldWait) if open.nonblock => Outcome::Return(EAGAIN),
+            Err(io::WouldWait) => self.wait(ctx, None),
+        }
+    }
+
+    /// `write(fd, at, len)`.
+    fn write(&mut self, guest: &impl Guest, ctx: &Context, fd: u64, at: u64, len: u64) -> Outcome {
+        let Some(open) = self.open(fd).cloned() else {
+            return Outcome::Return(EBADF);
+        };
+        let mut bytes = vec![0; len.min(1 << 20) as usize];
+        if guest.read(at, &mut bytes).is_err() {
+            return Outcome::Return(EFAULT);
+        }
+        let wrote = match open.file {
+            File::Stdout => {
+                self.stdout.extend_from_slice(&bytes);
+                Ok(bytes.len())
+            }
+            File::Stderr => {
+                self.stderr.extend_from_slice(&bytes);
+                Ok(bytes.len())
+            }
+            File::PipeWrite(n) => match self.io.write_pipe(n, &bytes) {
+                Err(io::Full::Closed) => {
+                    // EPIPE, and SIGPIPE to the writer.
+                    return match self.signals.send(ctx.tid, 13) {
+                        Outcome::Return(_) => Outcome::Return(-32),
+                        other => other,
+                    };
+                }
+                other => other.map_err(|_| io::WouldWait),
+            },
+            File::Event(n) => {
+                if bytes.len() < 8 {
+                    return Outcome::Return(EINVAL);
+                }
+                let value = u64::from_le_bytes(bytes[..8].try_into().expect("eight bytes"));
+                if value == u64::MAX {
+                    return Outcome::Return(EINVAL);
+                }
+                self.io.write_event(n, value).map(|()| 8)
+            }
+            _ => return Outcome::Return(EBADF),
+        };
+        match wrote {
+            Ok(n) => Outcome::Return(n as i64),
+            Err(io::WouldWait) if open.nonblock => Outcome::Return(EAGAIN),
+            Err(io::WouldWait) => self.wait(ctx, None),
+        }
+    }
+
+    /// What `fd` is ready for, in poll's bits (the same as epoll's):
+    /// POLLIN 1, POLLOUT 4, POLLERR 8, POLLHUP 0x10; POLLNVAL 0x20 for a
+    /// closed descriptor.
+    fn ready(&self, fd: u64) -> u32 {
+        match self.file(fd) {
+            None => 0x20,
+            Some(File::Stdin) => 0x1,
+            Some(File::Stdout | File::Stderr) => 0x4,
+            Some(File::Epoll(n)) => {
+                let n = *n;
+                let any = self
+                    .io
+                    .interests(n)
+                    .any(|(fd, events)| self.ready(fd) & events != 0);
+                if any { 0x1 } else { 0 }
+            }
+            Some(file) => self.io.ready(file),
+        }
+    }
+
+    /// `ppoll(fds, n, timeout, mask)`: each descriptor's readiness; with
+    /// none ready it waits (see [`Kernel::wait`]).
+    fn ppoll(&mut self, guest: &mut impl Guest, ctx: &Context, a: [u64; 6]) -> Outcome {
+        let (fds, n) = (a[0], a[1]);
+        if n > MAX_FILES {
+            return Outcome::Return(EINVAL);
+        }
+        let mut ready = 0;
+        for k in 0..n {
+            let at = fds + 8 * k;
+            let (Ok(fd), Ok(events)) = (guest.load::<4>(at), guest.load::<2>(at + 4)) else {
+                return Outcome::Return(EFAULT);
+            };
+            let fd = fd as u32 as i32;
+            // Errors and hang-ups are reported whether asked or not.
+            let revents = if fd < 0 {
+                0
+            } else {
+                self.ready(fd as u64) & (events as u32 | 0x8 | 0x10 | 0x20)
+            } as u16;
+            if guest.write(at + 6, &revents.to_le_bytes()).is_err() {
+                return Outcome::Return(EFAULT);
+            }
+            ready += i64::from(revents != 0);
+        }
+        if ready > 0 {
+            return Outcome::Return(ready);
+        }
+        let timeout = if a[2] == 0 {
+            None
+        } else {
+            let (Ok(s), Ok(ns)) = (guest.load::<8>(a[2]), guest.load::<8>(a[2] + 8)) else {
+                return Outcome::Return(EFAULT);
+            };
+            Some(s.saturating_mul(1_000_000_000).saturating_add(ns))
+        };
+        if timeout == Some(0) {
+            return Outcome::Return(0);
+        }
+        self.wait(ctx, timeout)
+    }
+
+    /// `epoll_ctl(epfd, op, fd, event)`: EPOLL_CTL_ADD 1, DEL 2, MOD 3.
+    fn epoll_ctl(&mut self, guest: &mut impl Guest, a: [u64; 6]) -> Outcome {
+        let Some(File::Epoll(n)) = self.file(a[0]).cloned() else {
+            return Outcome::Return(if self.file(a[0]).is_some() {
+                EINVAL
+            } else {
+                EBADF
+            });
+        };
+        if self.file(a[2]).is_none() {
+            return Outcome::Return(EBADF);
+        }
+        if a[2] == a[0] {
+            return Outcome::Return(EINVAL);
+        }
+        let event = if a[1] == 2 {
+            None
+        } else {
+            // struct epoll_event: events (u32), then data (u64) at 8
+            let (Ok(events), Ok(data)) = (guest.load::<4>(a[3]), guest.load::<8>(a[3] + 8)) else {
+                return Outcome::Return(EFAULT);
+            };
+            Some((events as u32, data))
+        };
+        Outcome::Return(self.io.control(n, a[1], a[2], event))
+    }
+
+    /// `epoll_pwait(epfd, events, max, timeout_ms, mask)`: the ready
+    /// interests in descriptor order (edge-triggered ones only when they
+    /// became ready, or got data, since they were last reported); with
+    /// none it waits.
+    fn epoll_pwait(&mut self, guest: &mut impl Guest, ctx: &Context, a: [u64; 6]) -> Outcome {
+        let Some(File::Epoll(n)) = self.file(a[0]).cloned() else {
+            return Outcome::Return(if self.file(a[0]).is_some() {
+                EINVAL
+            } else {
+                EBADF
+            });
+        };
+        let max = a[2] as i32;
+        if max <= 0 {
+            return Outcome::Return(EINVAL);
+        }
+        let readiness: Vec<(u64, u32, u64)> = self
+            .io
+            .interests(n)
+            .map(|(fd, _)| {
+                (
+                    fd,
+                    self.ready(fd),
+                    self.file(fd).map_or(0, |f| self.io.generation(f)),
+                )
+            })
+            .collect();
+        let events = self.io.collect(n, &readiness, max as usize);
+        for (k, (mask, data)) in events.iter().enumerate() {
+            let mut event = [0u8; 16];
+            event[..4].copy_from_slice(&mask.to_le_bytes());
+            event[8..].copy_from_slice(&data.to_le_bytes());
+            if guest.write(a[1] + 16 * k as u64, &event).is_err() {
+                return Outcome::Return(EFAULT);
+            }
+        }
+        if !events.is_empty() {
+            return Outcome::Return(events.len() as i64);
+        }
+        let timeout = a[3] as i32;
+        match timeout {
+            0 => Outcome::Return(0),
+            t if t < 0 => self.wait(ctx, None),
+            t => self.wait(ctx, Some(t as u64 * 1_000_000)),
+        }
+    }
+}
+
+impl Kernel {
+    /// The (soft, hard) limits of `resource`.
+    fn limit(&self, resource: u64) -> (u64, u64) {
+        self.limits
+            .get(&resource)
+            .copied()
+            .unwrap_or_else(|| limits(resource))
+    }
+
+    /// `setrlimit`: a soft limit above the hard one, or a raised hard
+    /// one, is EINVAL or EPERM as for an unprivileged process.
+    fn set_limit(&mut self, resource: u64, soft: u64, hard: u64) -> i64 {
+        if resource >= 16 || soft > hard {
+            return EINVAL;
+        }
+        if hard > self.limit(resource).1 {
+            return -1; // EPERM
+        }
+        self.limits.insert(resource, (soft, hard));
+        0
+    }
+}
+
+/// The (soft, hard) limits of `resource` at start: 8 MiB of stack, 1024
+/// files (4096 hard), the rest unlimited.
+fn limits(resource: u64) -> (u64, u64) {
+    match resource {
+        3 => (STACK_SIZE, u64::MAX),     // RLIMIT_STACK
+        7 => (MAX_FILES, MAX_FILES * 4), // RLIMIT_NOFILE
+        _ => (u64::MAX, u64::MAX),       // RLIM_INFINITY
+    }
+}
+
+fn pair(soft: u64, hard: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&soft.to_le_bytes());
+    out[8..].copy_from_slice(&hard.to_le_bytes());
+    out
+}
