@@ -5,7 +5,9 @@
 #
 #   bash bench/harnesses/run.sh [SECONDS] [TRIALS] [HARNESS...]
 #
-# ENGINES="dst" (say) runs only those engines (default: libfuzzer afl dst).
+# ENGINES="dst" (say) runs only those engines (default: libfuzzer afl dst);
+# JOBS=1 runs one at a time (on core 0), FIRST_TRIAL=k starts at trial k
+# (trial k's seed is k).
 #
 # Harnesses (the harness file each library ships, built as its OSS-Fuzz
 # build.sh builds it, through CC, CXX, CFLAGS, CXXFLAGS and
@@ -46,6 +48,7 @@ work=${WORK:-/tmp/dst-harnesses}
 mkdir -p "$work/src" "$work/build" "$work/runs"
 jobs=$(nproc)
 [ "$jobs" -gt 2 ] && jobs=2
+jobs=${JOBS:-$jobs}
 
 for tool in clang clang++ afl-clang-fast afl-fuzz llvm-profdata llvm-cov dpkg-source cmake autoreconf tclsh flex bison flock; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (see the header for the packages)" >&2; exit 2; }
@@ -255,7 +258,7 @@ done
 # holds its harness's lock; runs are ordered engine by engine, so the two
 # workers seldom want the same harness.
 runs=()
-for trial in $(seq 1 "$trials"); do
+for trial in $(seq "${FIRST_TRIAL:-1}" "$trials"); do
   for engine in "${engines[@]}"; do
     for name in "${harnesses[@]}"; do runs+=("$name $engine $trial"); done
   done

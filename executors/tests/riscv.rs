@@ -860,3 +860,138 @@ fn pipes_eventfds_and_epoll_block_wake_and_time_out_in_virtual_time() {
     };
     assert_eq!(waiting.len(), 1, "{waiting:?}");
 }
+
+#[test]
+fn files_seeded_from_a_folder_are_read_written_renamed_and_listed() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::{End, Executor};
+    let Some(program) = build(
+        "files",
+        "#define _GNU_SOURCE\n#include <stdio.h>\n#include <string.h>\n#include <fcntl.h>\n\
+         #include <unistd.h>\n#include <dirent.h>\n#include <sys/stat.h>\n#include <stdlib.h>\n\
+         int main(void) {\n\
+           char buf[64] = {0}; FILE *f = fopen(\"conf/name.txt\", \"r\");\n\
+           if (!f || !fgets(buf, sizeof buf, f)) return 10; fclose(f);\n\
+           buf[strcspn(buf, \"\\n\")] = 0;\n\
+           mkdir(\"data\", 0755); chdir(\"data\");\n\
+           int fd = open(\"log.tmp\", O_CREAT | O_WRONLY | O_TRUNC, 0644);\n\
+           dprintf(fd, \"hello %s\", buf); fsync(fd); close(fd);\n\
+           if (rename(\"log.tmp\", \"log\")) return 11;\n\
+           fd = open(\"/data/log\", O_RDWR | O_APPEND); write(fd, \"!\", 1);\n\
+           struct stat st; fstat(fd, &st); lseek(fd, 6, SEEK_SET);\n\
+           char back[32] = {0}; read(fd, back, sizeof back - 1); close(fd);\n\
+           char cwd[64]; getcwd(cwd, sizeof cwd);\n\
+           int urandom = open(\"/dev/urandom\", O_RDONLY); unsigned char r[4];\n\
+           int got = read(urandom, r, 4); close(urandom);\n\
+           DIR *d = opendir(\"/\"); struct dirent *e; char names[128] = {0};\n\
+           while ((e = readdir(d))) if (e->d_name[0] != '.') { strcat(names, e->d_name); strcat(names, \" \"); }\n\
+           closedir(d);\n\
+           printf(\"%s|%ld|%s|%s|%d|%s|%d\\n\", buf, (long)st.st_size, back, cwd, got, names,\n\
+             access(\"/conf/missing\", F_OK) == -1);\n\
+           return 0; }\n",
+        &["-static"],
+    ) else {
+        return;
+    };
+    let folder = std::env::temp_dir().join(format!("dst-rv-seed-{}", std::process::id()));
+    std::fs::create_dir_all(folder.join("conf")).unwrap();
+    std::fs::write(folder.join("conf/name.txt"), "dst\n").unwrap();
+    let mut exec =
+        Emulator::open_with(&program, &["files".to_string()], 10_000_000, Some(&folder)).unwrap();
+    let end = exec.execute(&[]);
+    let machine = exec.machine();
+    assert_eq!(end, End::Ok, "calls {:?}", machine.calls);
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "dst|10|dst!|/data|4|conf data |1\n"
+    );
+    // Every run starts from the folder's copy, and the folder is only read.
+    assert_eq!(exec.execute(&[]), End::Ok);
+    assert_eq!(
+        String::from_utf8_lossy(&exec.machine().kernel.stdout),
+        "dst|10|dst!|/data|4|conf data |1\n"
+    );
+    let host: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(host, vec!["conf"]);
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+/// A store that renames a new state file over the old one: its data is
+/// synced only with `-DFIXED`.
+const STORE: &str = "#include <stdio.h>\n#include <stdlib.h>\n#include <fcntl.h>\n#include <unistd.h>\n\
+     int main(void) {\n\
+       char buf[32] = {0}; long n = 0; int fd = open(\"state\", O_RDONLY);\n\
+       if (fd >= 0) {\n\
+         int got = read(fd, buf, sizeof buf - 1); close(fd);\n\
+         if (got <= 0 || sscanf(buf, \"count=%ld\", &n) != 1) {\n\
+           fprintf(stderr, \"state lost: %d bytes\\n\", got); abort(); } }\n\
+       fd = open(\"state.tmp\", O_CREAT | O_WRONLY | O_TRUNC, 0644);\n\
+       dprintf(fd, \"count=%ld\\n\", n + 1);\n\
+     #ifdef FIXED\n\
+       fsync(fd);\n\
+     #endif\n\
+       close(fd); rename(\"state.tmp\", \"state\");\n\
+       int dir = open(\".\", O_RDONLY | O_DIRECTORY); fsync(dir); close(dir);\n\
+       printf(\"count %ld\\n\", n + 1); return 0; }\n";
+
+#[test]
+fn a_crash_after_a_rename_whose_data_was_not_synced_is_found_and_replays() {
+    use dst_executors::riscv::executor::Emulator;
+    use dst_executors::riscv::machine::CRASHED;
+    use dst_executors::{End, Executor};
+    let (Some(buggy), Some(fixed)) = (
+        build("store", STORE, &["-static"]),
+        build("store-fixed", STORE, &["-static", "-DFIXED"]),
+    ) else {
+        return;
+    };
+    let folder = std::env::temp_dir().join(format!("dst-rv-store-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("state"), "count=1\n").unwrap();
+    let open = |program: &Path| {
+        Emulator::open_with(program, &["store".to_string()], 10_000_000, Some(&folder)).unwrap()
+    };
+    let mut exec = open(&buggy);
+    // Nominal: no crash, the count goes on from the folder's state.
+    assert_eq!(exec.execute(&[]), End::Ok);
+    assert_eq!(
+        String::from_utf8_lossy(&exec.machine().kernel.stdout),
+        "count 2\n"
+    );
+    let inputs: Vec<Vec<u8>> = (1u64..2000).map(|seed| input(seed, 64)).collect();
+    let failing = inputs
+        .iter()
+        .find(|input| exec.execute(input) != End::Ok)
+        .expect("some run crashes the node after the rename and before the data is durable");
+    let first = exec.execute(failing);
+    let End::Crash(dst_kernel::Outcome::Crash { cause, .. }) = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(
+        cause, "SIGABRT",
+        "the restarted store found its state empty"
+    );
+    let machine = exec.machine();
+    assert!(machine.calls.iter().any(|&(n, _)| n == CRASHED));
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stderr),
+        "state lost: 0 bytes\n"
+    );
+    let calls = machine.calls.clone();
+    assert_eq!(exec.execute(failing), first, "the same on replay");
+    assert_eq!(exec.machine().calls, calls);
+    // Syncing the data before the rename: no input loses the state.
+    let mut exec = open(&fixed);
+    for input in &inputs {
+        assert_eq!(
+            exec.execute(input),
+            End::Ok,
+            "{:?}",
+            String::from_utf8_lossy(&exec.machine().kernel.stderr)
+        );
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -118,7 +118,7 @@ impl Io {
             File::PipeWrite(n) => self.pipes[n].writers += 1,
             File::Event(n) => self.events[n].references += 1,
             File::Epoll(n) => self.epolls[n].references += 1,
-            File::Stdin | File::Stdout | File::Stderr => {}
+            _ => {}
         }
     }
 
@@ -143,7 +143,7 @@ impl Io {
                     epoll.interests.clear();
                 }
             }
-            File::Stdin | File::Stdout | File::Stderr => {}
+            _ => {}
         }
     }
 
@@ -228,9 +228,7 @@ impl Io {
                 (if event.count > 0 { 0x1 } else { 0 })
                     | (if event.count < u64::MAX - 1 { 0x4 } else { 0 })
             }
-            File::Stdin | File::Stdout | File::Stderr | File::Epoll(_) => {
-                unreachable!("the kernel answers for these")
-            }
+            _ => unreachable!("the kernel answers for the others"),
         }
     }
 

@@ -23,8 +23,12 @@
 //! Written here rather than taken from a crate: the models (gVisor,
 //! Shadow) are programs, not libraries an emulator can call.
 
+mod files;
 pub mod io;
 mod signals;
+
+pub(crate) use dst::world::clock::EPOCH_NS;
+pub use files::Disk;
 
 pub use signals::{Cause, Regs, SigAction, Signals, TRAMPOLINE};
 
@@ -91,6 +95,9 @@ pub enum Outcome {
     Unsupported(Option<&'static str>),
     /// Not the kernel's: the front's own call (threads, clocks, ...).
     NotMine,
+    /// `len` decided bytes go to `at` (`/dev/urandom`), and the call
+    /// returns `len`: the front takes the decision.
+    Random { at: u64, len: u64 },
     /// The call waits: until a file's readiness changes
     /// ([`Kernel::take_woken`]) or, if any, until `deadline` (virtual
     /// nanoseconds). The front blocks the thread and makes the same call
@@ -125,6 +132,11 @@ pub enum File {
     Event(usize),
     /// An epoll instance: its interest list is `epolls[n]`.
     Epoll(usize),
+    /// A file or directory of the file system, at an offset.
+    Disk(Disk),
+    /// `/dev/null`, and `/dev/urandom` (its bytes are decisions).
+    Null,
+    Random,
 }
 
 /// A descriptor: its file and status flags.
@@ -155,6 +167,12 @@ pub struct Kernel {
     restarts: std::collections::BTreeMap<u64, (u64, Option<u64>)>,
     /// Resource limits set by the program (the rest are `limits`').
     limits: std::collections::BTreeMap<u64, (u64, u64)>,
+    /// The node's file system, and the working directory in it.
+    pub fs: dst::world::fs::Fs,
+    pub cwd: dst::world::fs::Ino,
+    /// The node has a disk (it was given files): the world may crash it
+    /// at a call that touches them ([`Kernel::crash_point`]).
+    pub crashable: bool,
 }
 
 fn align(value: u64, to: u64) -> u64 {
@@ -189,6 +207,9 @@ impl Kernel {
             io: io::Io::default(),
             restarts: Default::default(),
             limits: Default::default(),
+            fs: Default::default(),
+            cwd: dst::world::fs::ROOT,
+            crashable: false,
         }
     }
 
@@ -262,6 +283,9 @@ impl Kernel {
         a: [u64; 6],
     ) -> Outcome {
         let tid = ctx.tid;
+        if let Some(outcome) = self.file_call(guest, ctx, number, a) {
+            return outcome;
+        }
         let r = match number {
             19 => {
                 // eventfd2(initial, flags): EFD_SEMAPHORE 1, EFD_NONBLOCK 0o4000
@@ -301,17 +325,6 @@ impl Kernel {
                     }
                 }
             }
-            17 => {
-                // getcwd(buf, size): the root
-                if a[1] < 2 {
-                    -34 // ERANGE
-                } else {
-                    match guest.write(a[0], b"/\0") {
-                        Ok(()) => 2,
-                        Err(_) => EFAULT,
-                    }
-                }
-            }
             23 => self.dup(a[0], 0),
             24 => {
                 // dup3(old, new, flags)
@@ -339,72 +352,12 @@ impl Kernel {
                     EBADF
                 }
             }
-            48 => ENOENT, // faccessat: there are no files yet
-            56 => ENOENT, // openat: there are no files yet
             57 => self.close(a[0]),
-            62 => {
-                // lseek: standard streams are not seekable
-                if self.file(a[0]).is_some() {
-                    ESPIPE
-                } else {
-                    EBADF
-                }
-            }
             63 => return self.read(guest, ctx, a[0], a[1], a[2]),
             64 => return self.write(guest, ctx, a[0], a[1], a[2]),
-            66 => {
-                // writev: iovecs of (base, len)
-                let mut total = 0;
-                for k in 0..a[2].min(1024) {
-                    let (Ok(base), Ok(len)) = (
-                        guest.load::<8>(a[1] + 16 * k),
-                        guest.load::<8>(a[1] + 16 * k + 8),
-                    ) else {
-                        total = EFAULT;
-                        break;
-                    };
-                    match self.write(guest, ctx, a[0], base, len) {
-                        Outcome::Return(n) if n < 0 => {
-                            if total == 0 {
-                                total = n;
-                            }
-                            break;
-                        }
-                        Outcome::Return(n) => {
-                            total += n;
-                            if (n as u64) < len {
-                                break;
-                            }
-                        }
-                        other if total == 0 => return other,
-                        _ => break,
-                    }
-                }
-                total
-            }
+            65 => return self.vectored(guest, ctx, a, false), // readv
+            66 => return self.vectored(guest, ctx, a, true),  // writev
             73 => return self.ppoll(guest, ctx, a),
-            78 => EINVAL, // readlinkat: there are no links
-            79 | 80 => {
-                // newfstatat(fd, "", buf, AT_EMPTY_PATH) and fstat(fd, buf)
-                let (fd, buf) = if number == 80 {
-                    (a[0], a[1])
-                } else {
-                    (a[0], a[2])
-                };
-                let empty = number == 80 || guest.c_string(a[1], 1).is_ok_and(|p| p.is_empty());
-                if !empty {
-                    ENOENT
-                } else if self.file(fd).is_some() {
-                    // A character device (the terminal's mode bits).
-                    let mut stat = [0u8; 128];
-                    stat[16..20].copy_from_slice(&0o20620u32.to_le_bytes());
-                    stat[20..24].copy_from_slice(&1u32.to_le_bytes());
-                    stat[56..60].copy_from_slice(&1024u32.to_le_bytes());
-                    written(guest.write(buf, &stat))
-                } else {
-                    EBADF
-                }
-            }
             99 => 0, // set_robust_list: nothing to clean up without processes
             114 => {
                 // clock_getres: a nanosecond
@@ -484,33 +437,7 @@ impl Kernel {
                 }
             }
             216 => ENOMEM, // mremap: the caller copies instead
-            222 => {
-                // mmap(addr, len, prot, flags, fd, off): anonymous only,
-                // placed from MMAP_BASE up (a hint is not followed unless
-                // MAP_FIXED, which maps over what is there).
-                let len = align(a[1], PAGE);
-                let flags = a[3];
-                const MAP_FIXED: u64 = 0x10;
-                const MAP_ANONYMOUS: u64 = 0x20;
-                if len == 0 {
-                    EINVAL
-                } else if flags & MAP_ANONYMOUS == 0 {
-                    return Outcome::Unsupported(Some("mmap of a file"));
-                } else if flags & MAP_FIXED != 0 {
-                    if !a[0].is_multiple_of(PAGE) {
-                        EINVAL
-                    } else {
-                        guest.unmap(a[0], len);
-                        guest.map(a[0], len, a[2] as u8 & (READ | WRITE | EXEC));
-                        a[0] as i64
-                    }
-                } else {
-                    let at = self.mmap_next;
-                    self.mmap_next += len + PAGE;
-                    guest.map(at, len, a[2] as u8 & (READ | WRITE | EXEC));
-                    at as i64
-                }
-            }
+            222 => return self.mmap(guest, a),
             226 => {
                 // mprotect
                 let prot = a[2] as u8 & (READ | WRITE | EXEC);
@@ -562,6 +489,51 @@ impl Kernel {
         Outcome::Return(r)
     }
 
+    /// `mmap(addr, len, prot, flags, fd, offset)`: anonymous memory, or a
+    /// private copy of a file's bytes; placed from MMAP_BASE up (a hint is
+    /// not followed unless MAP_FIXED, which maps over what is there).
+    fn mmap(&mut self, guest: &mut impl Guest, a: [u64; 6]) -> Outcome {
+        const MAP_SHARED: u64 = 0x01;
+        const MAP_FIXED: u64 = 0x10;
+        const MAP_ANONYMOUS: u64 = 0x20;
+        let len = align(a[1], PAGE);
+        let (flags, prot) = (a[3], a[2] as u8 & (READ | WRITE | EXEC));
+        if len == 0 || (flags & MAP_FIXED != 0 && !a[0].is_multiple_of(PAGE)) {
+            return Outcome::Return(EINVAL);
+        }
+        let file = if flags & MAP_ANONYMOUS != 0 {
+            None
+        } else {
+            match self.file(a[4]) {
+                Some(File::Disk(d)) if !self.fs.stat(d.ino).is_ok_and(|s| s.dir) => Some(*d),
+                Some(_) => return Outcome::Return(-19), // ENODEV
+                None => return Outcome::Return(EBADF),
+            }
+        };
+        if file.is_some() && flags & MAP_SHARED != 0 && prot & WRITE != 0 {
+            return Outcome::Unsupported(Some("a shared writable mapping of a file"));
+        }
+        let at = if flags & MAP_FIXED != 0 {
+            guest.unmap(a[0], len);
+            a[0]
+        } else {
+            let at = self.mmap_next;
+            self.mmap_next += len + PAGE;
+            at
+        };
+        match file {
+            None => guest.map(at, len, prot),
+            Some(d) => {
+                guest.map(at, len, READ | WRITE);
+                let bytes = self.fs.read(d.ino, a[5], len as usize).unwrap_or_default();
+                let copied = guest.write(at, bytes);
+                debug_assert!(copied.is_ok(), "the pages were just mapped");
+                guest.protect(at, len, prot);
+            }
+        }
+        Outcome::Return(at as i64)
+    }
+
     fn close(&mut self, fd: u64) -> i64 {
         match self.files.get_mut(fd as usize).and_then(Option::take) {
             Some(open) => {
@@ -604,7 +576,15 @@ impl Kernel {
                 let mode = match open.file {
                     File::Stdin | File::PipeRead(_) => 0,
                     File::Stdout | File::Stderr | File::PipeWrite(_) => 1,
-                    File::Event(_) | File::Epoll(_) => 2,
+                    File::Event(_) | File::Epoll(_) | File::Null | File::Random => 2,
+                    File::Disk(d) => {
+                        let mode = match (d.read, d.write) {
+                            (true, false) => 0,
+                            (false, true) => 1,
+                            _ => 2,
+                        };
+                        mode | if d.append { 0o2000 } else { 0 }
+                    }
                 };
                 mode | if open.nonblock { 0o4000 } else { 0 }
             }
@@ -631,17 +611,23 @@ impl Kernel {
         let Some(open) = self.open(fd).cloned() else {
             return Outcome::Return(EBADF);
         };
-        let len = len.min(1 << 20) as usize;
         let got = match open.file {
-            File::Stdin => Ok(Vec::new()),
-            File::PipeRead(n) => self.io.read_pipe(n, len),
-            File::Event(n) => {
-                if len < 8 {
-                    return Outcome::Return(EINVAL);
-                }
-                self.io.read_event(n)
+            File::Disk(d) => {
+                let (r, read) = self.disk_read(guest, d, at, len, d.offset);
+                self.advance(fd, d.offset + read);
+                return Outcome::Return(r);
             }
-            _ => return Outcome::Return(EBADF),
+            File::Null => return Outcome::Return(0),
+            File::Random => {
+                return Outcome::Random {
+                    at,
+                    len: len.min(1 << 16),
+                };
+            }
+            _ => match self.read_stream(&open.file, len.min(1 << 20) as usize) {
+                Ok(got) => got,
+                Err(e) => return Outcome::Return(e),
+            },
         };
         match got {
             Ok(bytes) => Outcome::Return(match guest.write(at, &bytes) {
@@ -653,11 +639,91 @@ impl Kernel {
         }
     }
 
+    /// `readv` or `writev(fd, iovecs, count)`: each (base, len) in turn,
+    /// until one is short or fails (a failure after some bytes is the
+    /// count so far).
+    fn vectored(
+        &mut self,
+        guest: &mut impl Guest,
+        ctx: &Context,
+        a: [u64; 6],
+        write: bool,
+    ) -> Outcome {
+        let mut total = 0;
+        for k in 0..a[2].min(1024) {
+            let (Ok(base), Ok(len)) = (
+                guest.load::<8>(a[1] + 16 * k),
+                guest.load::<8>(a[1] + 16 * k + 8),
+            ) else {
+                return Outcome::Return(if total == 0 { EFAULT } else { total });
+            };
+            let done = if write {
+                self.write(guest, ctx, a[0], base, len)
+            } else {
+                self.read(guest, ctx, a[0], base, len)
+            };
+            match done {
+                Outcome::Return(n) if n < 0 => {
+                    return Outcome::Return(if total == 0 { n } else { total });
+                }
+                Outcome::Return(n) => {
+                    total += n;
+                    if (n as u64) < len {
+                        break;
+                    }
+                }
+                other if total == 0 => return other,
+                _ => break,
+            }
+        }
+        Outcome::Return(total)
+    }
+
+    /// A descriptor's disk offset moves to `to`.
+    fn advance(&mut self, fd: u64, to: u64) {
+        if let Some(Some(Open {
+            file: File::Disk(d),
+            ..
+        })) = self.files.get_mut(fd as usize)
+        {
+            d.offset = to;
+        }
+    }
+
+    /// Bytes of a stream (a pipe, an eventfd, standard input), or that
+    /// it would wait; `Err` for a descriptor that cannot be read so.
+    fn read_stream(
+        &mut self,
+        file: &File,
+        len: usize,
+    ) -> Result<Result<Vec<u8>, io::WouldWait>, i64> {
+        Ok(match *file {
+            File::Stdin => Ok(Vec::new()),
+            File::PipeRead(n) => self.io.read_pipe(n, len),
+            File::Event(n) => {
+                if len < 8 {
+                    return Err(EINVAL);
+                }
+                self.io.read_event(n)
+            }
+            _ => return Err(EBADF),
+        })
+    }
+
     /// `write(fd, at, len)`.
     fn write(&mut self, guest: &impl Guest, ctx: &Context, fd: u64, at: u64, len: u64) -> Outcome {
         let Some(open) = self.open(fd).cloned() else {
             return Outcome::Return(EBADF);
         };
+        match open.file {
+            File::Disk(d) => {
+                let (r, end) = self.disk_write(guest, d, at, len, d.offset, ctx.now);
+                self.advance(fd, end);
+                return Outcome::Return(r);
+            }
+            File::Null | File::Random => return Outcome::Return(len.min(1 << 20) as i64),
+            _ => {}
+        }
         let mut bytes = vec![0; len.min(1 << 20) as usize];
         if guest.read(at, &mut bytes).is_err() {
             return Outcome::Return(EFAULT);
@@ -708,6 +774,7 @@ impl Kernel {
             None => 0x20,
             Some(File::Stdin) => 0x1,
             Some(File::Stdout | File::Stderr) => 0x4,
+            Some(File::Disk(_) | File::Null | File::Random) => 0x1 | 0x4,
             Some(File::Epoll(n)) => {
                 let n = *n;
                 let any = self

@@ -51,14 +51,31 @@ pub struct Emulator {
 impl Emulator {
     /// The program in `bytes` with `args` (`argv[0]` first).
     pub fn new(bytes: &[u8], args: &[String], budget: u64) -> Result<Emulator, String> {
-        Emulator::of_file(&super::machine::check(bytes)?, None, args, budget)
+        Emulator::of_file(&super::machine::check(bytes)?, None, args, budget, None)
     }
 
     /// The program at `path` (its DWARF names crash places and schedule
     /// steps).
     pub fn open(path: &Path, args: &[String], budget: u64) -> Result<Emulator, String> {
+        Emulator::open_with(path, args, budget, None)
+    }
+
+    /// [`Emulator::open`], the program's file system a copy of the host
+    /// folder `files` (its working directory, `/`), or empty.
+    pub fn open_with(
+        path: &Path,
+        args: &[String],
+        budget: u64,
+        files: Option<&Path>,
+    ) -> Result<Emulator, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
-        Emulator::of_file(&super::machine::check(&bytes)?, Some(path), args, budget)
+        Emulator::of_file(
+            &super::machine::check(&bytes)?,
+            Some(path),
+            args,
+            budget,
+            files,
+        )
     }
 
     /// The program `file`, parsed once for its loading, catalog, unwinder
@@ -68,8 +85,15 @@ impl Emulator {
         path: Option<&Path>,
         args: &[String],
         budget: u64,
+        files: Option<&Path>,
     ) -> Result<Emulator, String> {
         let mut loaded = Machine::load_file(file, args, &[])?;
+        if let Some(dir) = files {
+            loaded
+                .kernel
+                .seed(dir)
+                .map_err(|e| format!("its files: {e}"))?;
+        }
         let catalog = crate::elf::guest_catalog(file)?;
         use object::{Object, ObjectSymbol};
         let main = file.symbol_by_name("main").map(|s| s.address());
@@ -158,6 +182,7 @@ impl Emulator {
             ),
             Exit::OutOfInstructions => End::Timeout,
             Exit::SetupComplete => unreachable!("only setup stops at dst_setup_complete"),
+            Exit::Crashed => unreachable!("a crashed run restarts"),
             Exit::Signal {
                 signal,
                 pc,
@@ -258,7 +283,19 @@ impl Executor for Emulator {
             std::slice::from_raw_parts_mut(UnsafeCell::raw_get(self.edges.as_ptr()), EDGES)
         };
         edges.fill(0);
-        let exit = self.machine.run_with(self.budget, edges);
+        let mut exit = self.machine.run_with(self.budget, edges);
+        let mut used = 0;
+        while exit == Exit::Crashed {
+            // The node restarts from the program's start, on what its
+            // file system kept; the run goes on with its budget's rest.
+            used += self.machine.cpu.retired - self.loaded.cpu.retired;
+            let mut restarted = self.loaded.clone();
+            restarted.restart_from(&mut self.machine);
+            self.machine = restarted;
+            exit = self
+                .machine
+                .run_with(self.budget.saturating_sub(used), edges);
+        }
         let end = self.end(exit);
         if self.flags & (FLAG_EVENTS | FLAG_TRACE_SITES) != 0 {
             self.record();

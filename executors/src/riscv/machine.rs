@@ -76,7 +76,17 @@ pub enum Exit {
     /// The program called `dst_setup_complete` while its setup ran
     /// ([`Machine::run_setup`]).
     SetupComplete,
+    /// The world crashed the node (`sim: node crash`, at a call that
+    /// touches its files): its file system kept what the crash decided,
+    /// and the program starts again ([`Machine::restart_from`]).
+    Crashed,
 }
+
+/// Crashes of the node one run may have (then no more are offered).
+pub const MAX_CRASHES: u32 = 3;
+
+/// The number a crash is listed under in [`Machine::calls`].
+pub const CRASHED: u64 = 0xFFFF_0000;
 
 /// Why a file is not a program the emulator runs (one line each).
 pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
@@ -112,8 +122,10 @@ pub struct Machine {
     /// The program's application kernel: its address space, descriptors,
     /// output and signal table (`crate::linux`).
     pub kernel: Kernel,
-    /// System calls made: (number, result).
+    /// System calls made: (number, result); a crash as [`CRASHED`].
     pub calls: Vec<(u64, i64)>,
+    /// Crashes of the node so far in this run.
+    pub crashes: u32,
     /// The guest threads and their schedule (`threads.current` runs, its
     /// registers in `cpu`).
     pub threads: Threads,
@@ -219,6 +231,7 @@ impl Machine {
             memory,
             kernel: Kernel::new(brk),
             calls: Vec::new(),
+            crashes: 0,
             threads: Threads::main(),
             sites: std::sync::Arc::new(Sites::of(file)),
             in_setup: false,
@@ -441,6 +454,20 @@ impl Machine {
     fn syscall(&mut self) -> Option<Exit> {
         let x = self.cpu.x;
         let (number, a0, a1, a2) = (x[17], x[10], x[11], x[12]);
+        // The node may crash before a call that touches its files takes
+        // effect (or before it exits): a decision of the world's nemesis.
+        if self.kernel.crashable
+            && self.crashes < MAX_CRASHES
+            && self
+                .kernel
+                .crash_point(number, &[x[10], x[11], x[12], x[13], x[14], x[15]])
+            && dst::world::Decide::fault(&mut self.recorder, dst::world::Fault::NodeCrash)
+        {
+            self.crashes += 1;
+            self.kernel.fs.crash(&mut self.recorder);
+            self.calls.push((CRASHED, 0));
+            return Some(Exit::Crashed);
+        }
         let unsupported = |what| Some(Exit::Unsupported { number, what });
         let mut point = None;
         let result: i64 = match number {
@@ -540,20 +567,7 @@ impl Machine {
             {
                 -3 // ESRCH
             }
-            278 => {
-                // getrandom: decision bytes
-                let mut bytes = vec![0; a1.min(1 << 16) as usize];
-                self.decide(
-                    Kind::Fill,
-                    "dst emulator: getrandom",
-                    &mut bytes,
-                    Value::Hash,
-                );
-                match self.memory.write(a0, &bytes) {
-                    Ok(()) => bytes.len() as i64,
-                    Err(_) => -14,
-                }
-            }
+            278 => self.random(a0, a1), // getrandom
             113 => {
                 // clock_gettime(clock, timespec): virtual time
                 let now = self.tick() + if a0 == 0 { EPOCH_NS } else { 0 };
@@ -608,6 +622,7 @@ impl Machine {
                 }
                 match outcome {
                     Outcome::Return(result) => result,
+                    Outcome::Random { at, len } => self.random(at, len),
                     Outcome::Block { deadline } => {
                         // The thread waits at its ecall, and makes the call
                         // again when woken (a0 still holds its argument).
@@ -647,6 +662,36 @@ impl Machine {
         self.now
     }
 
+    /// `len` random bytes at `at` (`getrandom`, `/dev/urandom`): a
+    /// decision's bytes. The number written, or EFAULT.
+    fn random(&mut self, at: u64, len: u64) -> i64 {
+        let mut bytes = vec![0; len.min(1 << 16) as usize];
+        self.decide(
+            Kind::Fill,
+            "dst emulator: getrandom",
+            &mut bytes,
+            Value::Hash,
+        );
+        match self.memory.write(at, &bytes) {
+            Ok(()) => bytes.len() as i64,
+            Err(_) => -14,
+        }
+    }
+
+    /// This machine (the program at its start) takes over from `crashed`,
+    /// a run of it that the world crashed: the node's file system as the
+    /// crash left it, the run's recorder, clock, output and calls go on.
+    pub fn restart_from(&mut self, crashed: &mut Machine) {
+        debug_assert!(crashed.crashes > 0, "only a crashed run restarts");
+        self.kernel.fs = std::mem::take(&mut crashed.kernel.fs);
+        self.kernel.stdout = std::mem::take(&mut crashed.kernel.stdout);
+        self.kernel.stderr = std::mem::take(&mut crashed.kernel.stderr);
+        self.calls = std::mem::take(&mut crashed.calls);
+        self.crashes = crashed.crashes;
+        self.now = crashed.now;
+        std::mem::swap(&mut self.recorder, &mut crashed.recorder);
+    }
+
     /// The running thread's registers, as a signal frame holds them.
     fn regs(&self) -> Regs {
         Regs {
@@ -675,7 +720,10 @@ impl Machine {
                 address: 0,
             },
             Outcome::Unsupported(what) => Exit::Unsupported { number, what },
-            Outcome::Return(_) | Outcome::NotMine | Outcome::Block { .. } => {
+            Outcome::Return(_)
+            | Outcome::NotMine
+            | Outcome::Block { .. }
+            | Outcome::Random { .. } => {
                 unreachable!("only an ending outcome ends the run")
             }
         }
@@ -750,6 +798,9 @@ impl Machine {
 pub fn syscall_name(number: u64) -> &'static str {
     if (DST_ECALL..DST_ECALL + 256).contains(&number) {
         return "dst";
+    }
+    if number == CRASHED {
+        return "[node crash: restarted]";
     }
     const NAMES: &[(u64, &str)] = &[
         (17, "getcwd"),

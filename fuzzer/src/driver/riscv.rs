@@ -24,6 +24,10 @@ pub struct RiscvArgs {
     /// finding (the same on every replay).
     #[arg(long, default_value_t = DEFAULT_BUDGET)]
     pub instructions: u64,
+    /// The program's file system is a copy of this folder (its working
+    /// directory, `/`; the folder is never written), else empty.
+    #[arg(long, value_name = "DIR", requires = "riscv")]
+    pub files: Option<PathBuf>,
 }
 
 impl RiscvArgs {
@@ -41,6 +45,7 @@ impl RiscvArgs {
             name,
             args: args.to_vec(),
             instructions: self.instructions,
+            files: self.files.clone(),
         })
     }
 }
@@ -52,6 +57,7 @@ pub struct Program {
     name: String,
     args: Vec<OsString>,
     instructions: u64,
+    files: Option<PathBuf>,
 }
 
 impl Level for Program {
@@ -70,13 +76,16 @@ impl Level for Program {
         if self.instructions != DEFAULT_BUDGET {
             flags += &format!(" --instructions {}", self.instructions);
         }
+        if let Some(files) = &self.files {
+            flags += &format!(" --files {}", shell_words(&[files.clone().into()]));
+        }
         flags + &after_dashes(&self.args)
     }
 
     fn executor(&self, _timeout: Duration) -> Result<Box<dyn Executor>, Failure> {
         let mut argv = vec![self.name.clone()];
         argv.extend(self.args.iter().map(|a| a.to_string_lossy().into_owned()));
-        Emulator::open(&self.path, &argv, self.instructions)
+        Emulator::open_with(&self.path, &argv, self.instructions, self.files.as_deref())
             .map(|e| Box::new(e) as Box<dyn Executor>)
             .map_err(|e| Failure::new(exit::BAD_INPUT, format!("{}: {e}", self.path.display())))
     }

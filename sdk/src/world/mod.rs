@@ -1,7 +1,8 @@
 //! The world a run happens in, as one model for every level (feature
 //! `world`): virtual time ([`clock`]), the network between nodes ([`net`]),
-//! each node's disk ([`disk`]) and the nemesis that crashes, partitions and
-//! pauses nodes ([`nemesis`]).
+//! each node's disk ([`disk`]: named files, for `dst::sim`; [`fs`]: a
+//! directory tree with POSIX names, for programs run unmodified) and the
+//! nemesis that crashes, partitions and pauses nodes ([`nemesis`]).
 //!
 //! The model is plain state and the decisions that change it; it takes each
 //! decision through [`Decide`], which every level implements over its own
@@ -15,6 +16,7 @@
 
 pub mod clock;
 pub mod disk;
+pub mod fs;
 pub mod nemesis;
 pub mod net;
 
