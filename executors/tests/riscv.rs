@@ -631,11 +631,12 @@ fn an_unmodified_tokio_program_runs_its_multi_thread_runtime_timers_and_channels
     let mut exec = runs_to_exit(&program);
     let machine = exec.machine();
     // Four sleeping tasks joined (1 + 4 + 9 + 16), ten messages through a
-    // bounded channel, and a timeout that fired: the runtime's worker
-    // threads, its epoll and eventfd, and its timer wheel on virtual time.
+    // bounded channel, a timeout that fired, and a TCP echo over the
+    // loopback: the runtime's worker threads, its epoll and eventfd, its
+    // timer wheel on virtual time, and nonblocking sockets.
     assert_eq!(
         String::from_utf8_lossy(&machine.kernel.stdout),
-        "sum 30 got 45 timed out true\n"
+        "sum 30 got 45 timed out true echo HELLO\n"
     );
     for (call, name) in [(20, "epoll_create1"), (19, "eventfd2"), (22, "epoll_pwait")] {
         assert!(machine.calls.iter().any(|&(n, _)| n == call), "{name}");
@@ -806,6 +807,16 @@ fn go_programs_run_goroutines_timers_and_the_runtime_s_preemption_signal() {
         machine.calls.iter().any(|&(n, _)| n == 131)
             && machine.calls.iter().any(|&(n, _)| n == 139),
         "tgkill and rt_sigreturn: the signal reached its handler and came back"
+    );
+    // net.Listen, Accept, Dial and a line each way over the loopback: the
+    // runtime's nonblocking sockets in its netpoller.
+    let Some(net) = build_go("net") else {
+        return;
+    };
+    let exec = runs_to_exit(&net);
+    assert_eq!(
+        String::from_utf8_lossy(&exec.machine().kernel.stdout),
+        "HELLO OVER TCP\n"
     );
 }
 
@@ -994,4 +1005,55 @@ fn a_crash_after_a_rename_whose_data_was_not_synced_is_found_and_replays() {
         );
     }
     std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn tcp_and_udp_over_the_node_s_loopback_connect_accept_and_carry_bytes() {
+    let Some(program) = build(
+        "sockets",
+        "#define _GNU_SOURCE\n#include <pthread.h>\n#include <stdio.h>\n#include <string.h>\n\
+         #include <unistd.h>\n#include <errno.h>\n#include <arpa/inet.h>\n#include <sys/socket.h>\n\
+         #include <sys/epoll.h>\n#include <netinet/in.h>\n\
+         static int server;\n\
+         static void *serve(void *arg) { (void)arg;\n\
+           int c = accept(server, 0, 0); char buf[64]; long n = read(c, buf, sizeof buf);\n\
+           for (long i = 0; i < n; i++) buf[i] = buf[i] >= 'a' && buf[i] <= 'z' ? buf[i] - 32 : buf[i];\n\
+           write(c, buf, n); close(c); return 0; }\n\
+         int main(void) {\n\
+           server = socket(AF_INET, SOCK_STREAM, 0);\n\
+           struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7000) };\n\
+           a.sin_addr.s_addr = htonl(INADDR_ANY);\n\
+           if (bind(server, (void *)&a, sizeof a) || listen(server, 8)) return 10;\n\
+           pthread_t t; pthread_create(&t, 0, serve, 0);\n\
+           int c = socket(AF_INET, SOCK_STREAM, 0); a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);\n\
+           if (connect(c, (void *)&a, sizeof a)) return 11;\n\
+           write(c, \"hello\", 5); char buf[64] = {0}; long n = read(c, buf, sizeof buf - 1);\n\
+           long end = read(c, buf + 32, 8); close(c); pthread_join(t, 0);\n\
+           struct sockaddr_in none = a; none.sin_port = htons(7001);\n\
+           int refused = socket(AF_INET, SOCK_STREAM, 0);\n\
+           int r = connect(refused, (void *)&none, sizeof none) < 0 && errno == ECONNREFUSED;\n\
+           int u1 = socket(AF_INET, SOCK_DGRAM, 0), u2 = socket(AF_INET, SOCK_DGRAM, 0);\n\
+           struct sockaddr_in ua = { .sin_family = AF_INET, .sin_port = htons(9000) };\n\
+           ua.sin_addr.s_addr = htonl(INADDR_LOOPBACK); bind(u2, (void *)&ua, sizeof ua);\n\
+           int ep = epoll_create1(0); struct epoll_event e = { .events = EPOLLIN, .data.fd = u2 };\n\
+           epoll_ctl(ep, EPOLL_CTL_ADD, u2, &e);\n\
+           sendto(u1, \"ping\", 4, 0, (void *)&ua, sizeof ua);\n\
+           struct epoll_event got; int ready = epoll_wait(ep, &got, 1, -1);\n\
+           struct sockaddr_in from; socklen_t fl = sizeof from; char d[16] = {0};\n\
+           long dn = recvfrom(u2, d, sizeof d, 0, (void *)&from, &fl);\n\
+           printf(\"%ld %s end %ld refused %d udp %d %ld %s from %d\\n\", n, buf, end, r, ready, dn, d,\n\
+             ntohs(from.sin_port) >= 40000);\n\
+           return 0; }\n",
+        &["-static", "-pthread"],
+    ) else {
+        return;
+    };
+    let (machine, exit) = run(&program, &[]);
+    assert_eq!(exit, Exit::Status(0), "calls {:?}", machine.calls);
+    assert_eq!(
+        String::from_utf8_lossy(&machine.kernel.stdout),
+        "5 HELLO end 0 refused 1 udp 1 4 ping from 1\n",
+        "calls {:?}",
+        machine.calls
+    );
 }

@@ -25,6 +25,7 @@
 
 mod files;
 pub mod io;
+pub mod net;
 mod signals;
 
 pub(crate) use dst::world::clock::EPOCH_NS;
@@ -137,6 +138,8 @@ pub enum File {
     /// `/dev/null`, and `/dev/urandom` (its bytes are decisions).
     Null,
     Random,
+    /// Socket `net.sockets[n]`.
+    Socket(usize),
 }
 
 /// A descriptor: its file and status flags.
@@ -163,6 +166,8 @@ pub struct Kernel {
     pub signals: Signals,
     /// Pipes, eventfds and epoll instances (`io`).
     pub io: io::Io,
+    /// Sockets (`net`).
+    pub net: net::Net,
     /// Calls that blocked: by thread, where and until when.
     restarts: std::collections::BTreeMap<u64, (u64, Option<u64>)>,
     /// Resource limits set by the program (the rest are `limits`').
@@ -205,6 +210,7 @@ impl Kernel {
                 .collect(),
             signals: Signals::default(),
             io: io::Io::default(),
+            net: net::Net::default(),
             restarts: Default::default(),
             limits: Default::default(),
             fs: Default::default(),
@@ -227,7 +233,7 @@ impl Kernel {
             .find(|&i| self.files[i].is_none())
             .unwrap_or(self.files.len());
         if at as u64 >= MAX_FILES {
-            self.io.close(&file);
+            self.release(&file);
             return -24; // EMFILE
         }
         if self.files.len() <= at {
@@ -240,7 +246,23 @@ impl Kernel {
     /// Whether some file's readiness changed since the last call (the
     /// front then wakes the threads blocked in [`Outcome::Block`]).
     pub fn take_woken(&mut self) -> bool {
-        std::mem::take(&mut self.io.changed)
+        std::mem::take(&mut self.io.changed) | std::mem::take(&mut self.net.changed)
+    }
+
+    /// One more descriptor points at `file`.
+    fn share(&mut self, file: &File) {
+        match *file {
+            File::Socket(id) => self.net.share(id),
+            _ => self.io.share(file),
+        }
+    }
+
+    /// A descriptor pointing at `file` was closed.
+    fn release(&mut self, file: &File) {
+        match *file {
+            File::Socket(id) => self.net.close(id),
+            _ => self.io.close(file),
+        }
     }
 
     /// The call of `ctx` waits, at most `timeout` nanoseconds (`None`:
@@ -284,6 +306,9 @@ impl Kernel {
     ) -> Outcome {
         let tid = ctx.tid;
         if let Some(outcome) = self.file_call(guest, ctx, number, a) {
+            return outcome;
+        }
+        if let Some(outcome) = self.socket_call(guest, ctx, number, a) {
             return outcome;
         }
         let r = match number {
@@ -333,7 +358,7 @@ impl Kernel {
                 } else {
                     let open = self.open(a[0]).cloned();
                     if let Some(open) = &open {
-                        self.io.share(&open.file);
+                        self.share(&open.file);
                     }
                     self.close(a[1]);
                     if self.files.len() <= a[1] as usize {
@@ -537,7 +562,7 @@ impl Kernel {
     fn close(&mut self, fd: u64) -> i64 {
         match self.files.get_mut(fd as usize).and_then(Option::take) {
             Some(open) => {
-                self.io.close(&open.file);
+                self.release(&open.file);
                 0
             }
             None => EBADF,
@@ -548,12 +573,12 @@ impl Kernel {
         let Some(file) = self.open(fd).cloned() else {
             return EBADF;
         };
-        self.io.share(&file.file);
+        self.share(&file.file);
         let lowest = lowest as usize;
         let free = (lowest..self.files.len()).find(|&i| self.files[i].is_none());
         let at = free.unwrap_or(self.files.len().max(lowest));
         if at as u64 >= MAX_FILES {
-            self.io.close(&file.file);
+            self.release(&file.file);
             return -24; // EMFILE
         }
         if self.files.len() <= at {
@@ -576,7 +601,11 @@ impl Kernel {
                 let mode = match open.file {
                     File::Stdin | File::PipeRead(_) => 0,
                     File::Stdout | File::Stderr | File::PipeWrite(_) => 1,
-                    File::Event(_) | File::Epoll(_) | File::Null | File::Random => 2,
+                    File::Event(_)
+                    | File::Epoll(_)
+                    | File::Null
+                    | File::Random
+                    | File::Socket(_) => 2,
                     File::Disk(d) => {
                         let mode = match (d.read, d.write) {
                             (true, false) => 0,
@@ -624,6 +653,7 @@ impl Kernel {
                     len: len.min(1 << 16),
                 };
             }
+            File::Socket(_) => return self.receive(guest, ctx, fd, &[(at, len)], 0, (0, 0)),
             _ => match self.read_stream(&open.file, len.min(1 << 20) as usize) {
                 Ok(got) => got,
                 Err(e) => return Outcome::Return(e),
@@ -728,6 +758,9 @@ impl Kernel {
         if guest.read(at, &mut bytes).is_err() {
             return Outcome::Return(EFAULT);
         }
+        if let File::Socket(_) = open.file {
+            return self.send(ctx, fd, &bytes, None, 0);
+        }
         let wrote = match open.file {
             File::Stdout => {
                 self.stdout.extend_from_slice(&bytes);
@@ -766,6 +799,14 @@ impl Kernel {
         }
     }
 
+    /// How many arrivals `file` has had (for edge-triggered interests).
+    fn generation(&self, file: &File) -> u64 {
+        match *file {
+            File::Socket(id) => self.net.get(id).generation,
+            _ => self.io.generation(file),
+        }
+    }
+
     /// What `fd` is ready for, in poll's bits (the same as epoll's):
     /// POLLIN 1, POLLOUT 4, POLLERR 8, POLLHUP 0x10; POLLNVAL 0x20 for a
     /// closed descriptor.
@@ -775,6 +816,7 @@ impl Kernel {
             Some(File::Stdin) => 0x1,
             Some(File::Stdout | File::Stderr) => 0x4,
             Some(File::Disk(_) | File::Null | File::Random) => 0x1 | 0x4,
+            Some(File::Socket(id)) => self.net.ready(*id),
             Some(File::Epoll(n)) => {
                 let n = *n;
                 let any = self
@@ -879,7 +921,7 @@ impl Kernel {
                 (
                     fd,
                     self.ready(fd),
-                    self.file(fd).map_or(0, |f| self.io.generation(f)),
+                    self.file(fd).map_or(0, |f| self.generation(f)),
                 )
             })
             .collect();

@@ -1,5 +1,7 @@
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
 #[tokio::main(worker_threads = 2)]
 async fn main() {
     let mut set = tokio::task::JoinSet::new();
@@ -24,5 +26,23 @@ async fn main() {
         got += k;
     }
     let timed = tokio::time::timeout(Duration::from_millis(5), std::future::pending::<()>()).await;
-    println!("sum {sum} got {got} timed out {}", timed.is_err());
+    // A TCP echo over the loopback: listener, accept, connect, bytes.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 5];
+        stream.read_exact(&mut buf).await.unwrap();
+        stream.write_all(&buf.to_ascii_uppercase()).await.unwrap();
+    });
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    client.write_all(b"hello").await.unwrap();
+    let mut back = [0u8; 5];
+    client.read_exact(&mut back).await.unwrap();
+    server.await.unwrap();
+    println!(
+        "sum {sum} got {got} timed out {} echo {}",
+        timed.is_err(),
+        String::from_utf8_lossy(&back)
+    );
 }
