@@ -452,12 +452,7 @@ impl Net {
 
     /// Receives up to `len` bytes (`peek`: leaves them): `Ok(None)` when
     /// it would wait; a stream's end is an empty read.
-    pub fn receive(
-        &mut self,
-        id: usize,
-        len: usize,
-        peek: bool,
-    ) -> Result<Option<Received>, i64> {
+    pub fn receive(&mut self, id: usize, len: usize, peek: bool) -> Result<Option<Received>, i64> {
         let remote = self.sockets[id].remote.clone();
         match &mut self.sockets[id].state {
             State::Stream {

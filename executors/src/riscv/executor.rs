@@ -96,7 +96,12 @@ impl Emulator {
         }
         let catalog = crate::elf::guest_catalog(file)?;
         use object::{Object, ObjectSymbol};
-        let main = file.symbol_by_name("main").map(|s| s.address());
+        // The program's own main: a Go program's `main.main`, after its
+        // runtime started (its `main` is the runtime's entry), else C's.
+        let main = file
+            .symbol_by_name("main.main")
+            .or_else(|| file.symbol_by_name("main"))
+            .map(|s| s.address());
         let region = Arc::new(Region::new(Layout {
             sites_capacity: catalog.len(),
             coverage_size: crate::inprocess::DECISION_COVERAGE,
