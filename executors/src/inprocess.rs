@@ -163,6 +163,11 @@ impl<F: FnMut()> Executor for InProcess<F> {
         IN_RUN.with(|r| r.set(true));
         let result = dst::thread::run_body(&mut self.target);
         IN_RUN.with(|r| r.set(false));
+        if let Some(log) = &self.cmplog {
+            // The explorer's own comparisons until the next run are not
+            // the target's (and logging them costs).
+            dst::cmplog::detach_local(log);
+        }
         match result {
             Ok(()) => End::Ok,
             Err(_) => {

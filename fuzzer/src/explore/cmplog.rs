@@ -145,15 +145,20 @@ fn places(bytes: &[u8], from: usize, needle: &[u8], max: usize) -> Vec<usize> {
 /// The inputs one entry's comparisons suggest, at most `budget`.
 pub fn candidates(input: &[u8], comparisons: &[Comparison], budget: usize) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = Vec::new();
+    // Each candidate differs from the input in one place: (place, bytes)
+    // names it, so repeats are found without comparing whole inputs (that
+    // was a tenth of a fast harness's time).
+    let mut seen = std::collections::HashSet::new();
     for c in comparisons {
         for (needle, replacement) in replacements(c) {
             for at in places(input, SEED_BYTES, &needle, PLACES) {
-                let mut m = input.to_vec();
-                m[at..at + replacement.len()].copy_from_slice(&replacement);
                 if out.len() == budget {
                     return out;
                 }
-                if m != input && !out.contains(&m) {
+                let end = at + replacement.len();
+                if input[at..end] != replacement[..] && seen.insert((at, replacement.clone())) {
+                    let mut m = input.to_vec();
+                    m[at..end].copy_from_slice(&replacement);
                     out.push(m);
                 }
             }
