@@ -1,11 +1,8 @@
 //! FNV-1a, dst's one hash for names and ids that must be the same in every
 //! run, build and process (std's hasher is keyed at random per process):
-//! site ids, corpus file names, crash stack hashes; and [`words64`], eight
-//! bytes a step, for the values of fill decisions (a fuzz harness's whole
-//! input, at every run). Written here rather than taken from a crate
-//! because site ids are computed in `const` context, which needs a `const
-//! fn`, and a fill's value must be the same on every level (the KVM guest
-//! compiles this crate alone).
+//! site ids, fill decisions, corpus file names, crash stack hashes. Written
+//! here rather than taken from a crate because site ids are computed in
+//! `const` context, which needs a `const fn`.
 
 /// The 32-bit FNV offset basis.
 pub const FNV32_OFFSET: u32 = 0x811c_9dc5;
@@ -64,27 +61,6 @@ pub const fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// A 64-bit hash of `bytes` eight bytes a step (FNV-1a's constants,
-/// rotated, then folded): a fill decision's value, computed at every run
-/// over a fuzz harness's whole input, where FNV-1a's byte-a-step loop was
-/// 8% of a fast harness's profile (expat). Stable like [`fnv64`].
-pub fn words64(bytes: &[u8]) -> u64 {
-    let mut h = FNV64_OFFSET ^ bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(word);
-        h = (h ^ u64::from_le_bytes(w))
-            .wrapping_mul(FNV64_PRIME)
-            .rotate_left(29);
-    }
-    let mut last = [0u8; 8];
-    let rest = words.remainder();
-    last[..rest.len()].copy_from_slice(rest);
-    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(FNV64_PRIME);
-    h ^ (h >> 32)
-}
-
 /// A stable 32-bit id for a source location (FNV-1a of the file's bytes,
 /// then the line and column, little-endian), usable in `const`: the id of
 /// every catalog site, Rust's (`dst::catalog::site_hash`) and C's.
@@ -109,10 +85,6 @@ mod tests {
         assert_eq!(fnv64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv64(b"foobar"), 0x8594_4171_f739_67e8);
-        // Every byte counts, and the length.
-        assert_ne!(words64(b"abcdefgh1"), words64(b"abcdefgh2"));
-        assert_ne!(words64(b"abcdefgh"), words64(b"abcdefgh\0"));
-        assert_ne!(words64(b"x"), words64(b"y"));
         // In pieces, the same.
         assert_eq!(
             Fnv32::new().write(b"foo").write(b"bar").finish(),
