@@ -897,8 +897,9 @@ fn files_seeded_from_a_folder_are_read_written_renamed_and_listed() {
            DIR *d = opendir(\"/\"); struct dirent *e; char names[128] = {0};\n\
            while ((e = readdir(d))) if (e->d_name[0] != '.') { strcat(names, e->d_name); strcat(names, \" \"); }\n\
            closedir(d);\n\
-           printf(\"%s|%ld|%s|%s|%d|%s|%d\\n\", buf, (long)st.st_size, back, cwd, got, names,\n\
-             access(\"/conf/missing\", F_OK) == -1);\n\
+           struct stat dn; int null_dev = stat(\"/dev/null\", &dn) == 0 && S_ISCHR(dn.st_mode);\n\
+           printf(\"%s|%ld|%s|%s|%d|%s|%d|%d\\n\", buf, (long)st.st_size, back, cwd, got, names,\n\
+             access(\"/conf/missing\", F_OK) == -1, null_dev);\n\
            return 0; }\n",
         &["-static"],
     ) else {
@@ -914,13 +915,13 @@ fn files_seeded_from_a_folder_are_read_written_renamed_and_listed() {
     assert_eq!(end, End::Ok, "calls {:?}", machine.calls);
     assert_eq!(
         String::from_utf8_lossy(&machine.kernel.stdout),
-        "dst|10|dst!|/data|4|conf data |1\n"
+        "dst|10|dst!|/data|4|conf data |1|1\n"
     );
     // Every run starts from the folder's copy, and the folder is only read.
     assert_eq!(exec.execute(&[]), End::Ok);
     assert_eq!(
         String::from_utf8_lossy(&exec.machine().kernel.stdout),
-        "dst|10|dst!|/data|4|conf data |1\n"
+        "dst|10|dst!|/data|4|conf data |1|1\n"
     );
     let host: Vec<_> = std::fs::read_dir(&folder)
         .unwrap()

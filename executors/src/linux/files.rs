@@ -195,10 +195,7 @@ impl Kernel {
                         .and_then(|p| self.fs.resolve(self.cwd, &p).map_err(errno))
                 };
                 match ino {
-                    Ok(ino) if (a[1] as i64) < 0 => {
-                        let _ = ino;
-                        EINVAL
-                    }
+                    Ok(_) if (a[1] as i64) < 0 => EINVAL,
                     Ok(ino) => self
                         .fs
                         .truncate(ino, a[1], ctx.now)
@@ -262,8 +259,11 @@ impl Kernel {
             79 => {
                 // newfstatat(dirfd, path, buf, flags)
                 match self.lookup(guest, a[0], a[1], a[3]) {
-                    Ok(Some(ino)) => self.write_stat(guest, ino, a[2]),
-                    Ok(None) => self.fd_stat(guest, a[0], a[2]),
+                    Ok(Found::Inode(ino)) => self.write_stat(guest, ino, a[2]),
+                    Ok(Found::Descriptor) => self.fd_stat(guest, a[0], a[2]),
+                    Ok(Found::Device) => {
+                        super::written(guest.write(a[2], &stat_bytes(1, 0o020666, 1, 0, 0)))
+                    }
                     Err(e) => e,
                 }
             }
@@ -313,29 +313,22 @@ impl Kernel {
         f(self, dir, name, now).unwrap_or_else(errno)
     }
 
-    /// The inode a `*at` call's path names; `None` for an empty path with
-    /// AT_EMPTY_PATH (the descriptor itself).
-    fn lookup(
-        &self,
-        guest: &impl Guest,
-        dirfd: u64,
-        path: u64,
-        flags: u64,
-    ) -> Result<Option<Ino>, i64> {
+    /// What a `*at` call's path names: an inode, the descriptor itself (an
+    /// empty path with AT_EMPTY_PATH), or a device.
+    fn lookup(&self, guest: &impl Guest, dirfd: u64, path: u64, flags: u64) -> Result<Found, i64> {
         let p = Self::path(guest, path)?;
         if p.is_empty() {
             return if flags & AT_EMPTY_PATH != 0 {
-                Ok(None)
+                Ok(Found::Descriptor)
             } else {
                 Err(-2)
             };
         }
-        if let Some(dev) = device(&p) {
-            let _ = dev;
-            return Ok(None);
+        if device(&p).is_some() {
+            return Ok(Found::Device);
         }
         let at = self.dir_fd(dirfd)?;
-        self.fs.resolve(at, &p).map(Some).map_err(errno)
+        self.fs.resolve(at, &p).map(Found::Inode).map_err(errno)
     }
 
     fn write_stat(&self, guest: &mut impl Guest, ino: Ino, buf: u64) -> i64 {
@@ -593,6 +586,13 @@ impl Kernel {
             .rename(from_dir, &from, to_dir, &to, now)
             .map_or_else(errno, |()| 0)
     }
+}
+
+/// What a path names.
+enum Found {
+    Inode(Ino),
+    Descriptor,
+    Device,
 }
 
 /// The devices a path may name.

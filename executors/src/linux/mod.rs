@@ -871,14 +871,20 @@ impl Kernel {
         self.wait(ctx, timeout)
     }
 
+    /// The epoll instance `fd` is (EINVAL for another file).
+    fn epoll_of(&self, fd: u64) -> Result<usize, i64> {
+        match self.file(fd) {
+            Some(File::Epoll(n)) => Ok(*n),
+            Some(_) => Err(EINVAL),
+            None => Err(EBADF),
+        }
+    }
+
     /// `epoll_ctl(epfd, op, fd, event)`: EPOLL_CTL_ADD 1, DEL 2, MOD 3.
     fn epoll_ctl(&mut self, guest: &mut impl Guest, a: [u64; 6]) -> Outcome {
-        let Some(File::Epoll(n)) = self.file(a[0]).cloned() else {
-            return Outcome::Return(if self.file(a[0]).is_some() {
-                EINVAL
-            } else {
-                EBADF
-            });
+        let n = match self.epoll_of(a[0]) {
+            Ok(n) => n,
+            Err(e) => return Outcome::Return(e),
         };
         if self.file(a[2]).is_none() {
             return Outcome::Return(EBADF);
@@ -903,12 +909,9 @@ impl Kernel {
     /// became ready, or got data, since they were last reported); with
     /// none it waits.
     fn epoll_pwait(&mut self, guest: &mut impl Guest, ctx: &Context, a: [u64; 6]) -> Outcome {
-        let Some(File::Epoll(n)) = self.file(a[0]).cloned() else {
-            return Outcome::Return(if self.file(a[0]).is_some() {
-                EINVAL
-            } else {
-                EBADF
-            });
+        let n = match self.epoll_of(a[0]) {
+            Ok(n) => n,
+            Err(e) => return Outcome::Return(e),
         };
         let max = a[2] as i32;
         if max <= 0 {
