@@ -83,6 +83,16 @@ pub struct Sites {
 }
 
 impl Sites {
+    /// These sites with their catalog indexes `by` further on, past the
+    /// SDK's own (another program's sites before them in a cluster's
+    /// catalog).
+    pub fn shifted(mut self, by: usize) -> Sites {
+        for (index, _) in self.by_address.values_mut() {
+            *index += by;
+        }
+        self
+    }
+
     /// The sites of `file`'s `dst_catalog` section, indexed as
     /// `guest_catalog` indexes them (after the SDK's own).
     pub fn of(file: &object::File<'_>) -> Sites {

@@ -17,7 +17,8 @@
 //! - [`riscv`]: an unmodified static riscv64 Linux program on dst's own
 //!   RV64GC interpreter, its system calls and thread schedule dst's: the
 //!   interpreter is the front of [`linux`], the application kernel that
-//!   answers the program's system calls.
+//!   answers the program's system calls; several such programs run as the
+//!   nodes of a cluster over a simulated network (`riscv::cluster`).
 //! - [`kvm`]: a freestanding x86-64 guest in a one-vCPU virtual machine
 //!   built on `/dev/kvm`, its region in guest memory.
 //!

@@ -229,3 +229,73 @@ fn a_dst_h_guest_built_with_cc_reports_its_catalog_and_properties() {
     assert_eq!(no_level.status.code(), Some(2), "{}", text(&no_level));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_cluster_s_lost_write_is_found_shrunk_and_replayed_with_each_node_s_calls() {
+    // examples/cluster: a register server that acknowledges a write
+    // before it is durable, and its client, on two nodes.
+    if !have_compiler() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dst-riscv-cluster-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["register-server", "register-client"] {
+        let built = Command::new("riscv64-linux-gnu-gcc")
+            .args(["-O1", "-g", "-static"])
+            .arg(root().join(format!("examples/cluster/{name}.c")))
+            .arg("-o")
+            .arg(dir.join(name))
+            .status()
+            .unwrap();
+        assert!(built.success());
+    }
+    let toml = dir.join("register.toml");
+    std::fs::copy(root().join("examples/cluster/register.toml"), &toml).unwrap();
+    let file = toml.to_str().unwrap();
+    let (record, shown) = common::find_and_replay(&dir, &["--cluster", file], "5000");
+    assert_eq!(record["signature"]["cause"], "exit", "{record}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap()
+            .contains("node client: the program exited with status 1"),
+        "{record}"
+    );
+    // The server crashed (a fault decision of the world) and came back.
+    assert!(shown.contains("fault  = 1 at sim: node crash"), "{shown}");
+    assert!(shown.contains("server: [node crash: restarted]"), "{shown}");
+    assert!(shown.contains("client: connect=0"), "{shown}");
+    assert!(
+        shown.contains("lost an acknowledged write: read"),
+        "{shown}"
+    );
+
+    // A cluster file with an unknown key, or a node whose program is no
+    // riscv64 program: one line, exit 4.
+    std::fs::write(
+        dir.join("bad.toml"),
+        "[[node]]\nname = \"a\"\nprogram = \"register-server\"\nport = 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("true.toml"),
+        "[[node]]\nname = \"a\"\nprogram = \"/bin/true\"\n",
+    )
+    .unwrap();
+    for (file, says) in [
+        ("bad.toml", "unknown field `port`"),
+        ("true.toml", "node a (/bin/true): not a riscv64 program"),
+    ] {
+        let path = dir.join(file);
+        let bad = driver(
+            &dir,
+            &["run", "--cluster", path.to_str().unwrap(), "--runs", "1"],
+        );
+        let shown = text(&bad);
+        assert_eq!(bad.status.code(), Some(4), "{file}: {shown}");
+        assert!(shown.contains(says), "{file}: {shown}");
+        assert_eq!(shown.trim().lines().count(), 1, "{shown}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

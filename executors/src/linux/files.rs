@@ -119,6 +119,37 @@ impl Kernel {
         Ok(())
     }
 
+    /// Writes `bytes` to the file at absolute `path` (its folders made as
+    /// needed), durable, unless a file is there already (the node's own
+    /// folder has one of its own): how a cluster gives every node its
+    /// `/etc/hosts`.
+    pub fn put_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        if self.fs.resolve(ROOT, path).is_ok() {
+            return Ok(());
+        }
+        let mut at = ROOT;
+        let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let name = parts.pop().ok_or_else(|| format!("{path}: no file name"))?;
+        for part in parts {
+            at = match self.fs.resolve(at, part) {
+                Ok(ino) => ino,
+                Err(_) => self
+                    .fs
+                    .create(at, part, true, 0o755, 0)
+                    .map_err(|e| format!("{path}: {e:?}"))?,
+            };
+        }
+        let ino = self
+            .fs
+            .create(at, name, false, 0o644, 0)
+            .map_err(|e| format!("{path}: {e:?}"))?;
+        self.fs
+            .write(ino, 0, bytes, 0)
+            .map_err(|e| format!("{path}: {e:?}"))?;
+        self.fs.sync_all();
+        Ok(())
+    }
+
     /// Whether call `number` with arguments `a` is where the node may
     /// crash: before a call that changes or syncs its files takes effect,
     /// and before the program exits (so a crash can follow its last

@@ -1,10 +1,22 @@
-//! Sockets within the node: TCP and UDP over IPv4 and IPv6 and Unix
-//! stream sockets, connected over the node's loopback (any address of its
-//! own: 127.0.0.1, ::1, 0.0.0.0). A connect finds a listener at once and
-//! the accepted end waits in its backlog; bytes written to one end are in
-//! the other's inbox at once, in order (a loopback loses nothing). The
-//! network between nodes, with the world's latency and faults, is not
-//! here yet: a connect to another address is refused.
+//! Sockets: TCP and UDP over IPv4 and IPv6 and Unix stream sockets.
+//!
+//! Within the node they meet over its loopback (any address of its own:
+//! 127.0.0.1, ::1, 0.0.0.0, and its address in a cluster): a connect finds
+//! a listener at once and the accepted end waits in its backlog; bytes
+//! written to one end are in the other's inbox at once, in order (a
+//! loopback loses nothing).
+//!
+//! Between the nodes of a cluster (the node has an address, [`Net::ip`]),
+//! what a socket sends to another node's address is a [`Packet`] in the
+//! node's outbox; the cluster carries it, with the world's latency and
+//! faults, and hands it to the other node's [`Net::deliver`]. A TCP
+//! connection is a `Wire` socket at each end: a connect sends `Syn` and
+//! waits (EINPROGRESS when non-blocking) for `Accepted` or `Refused`; data
+//! and the end of a stream are `Data` and `Fin`; a peer node's crash resets
+//! its connections ([`Net::reset_from`]). Only the cluster knows where an
+//! address is; a node by itself (no address) refuses every connect to
+//! another one. There is no flow control between nodes: a send never
+//! waits for the peer to read.
 //!
 //! Ephemeral ports are handed out from 40000 up, so every run binds the
 //! same ones.
@@ -111,24 +123,29 @@ impl Addr {
     }
 
     /// Whether a connect to `self` reaches a socket bound to `bound`: the
-    /// same port at one of the node's own addresses (or the same path).
-    fn reaches(&self, bound: &Addr) -> bool {
+    /// same port at one of the node's own addresses (`own`: its address
+    /// in a cluster), or the same path.
+    fn reaches(&self, bound: &Addr, own: Option<&[u8; 16]>) -> bool {
         match (self, bound) {
-            (Addr::Inet { port: a, ip, .. }, Addr::Inet { port: b, .. }) => a == b && local(ip),
+            (Addr::Inet { port: a, ip, .. }, Addr::Inet { port: b, .. }) => {
+                a == b && local(ip, own)
+            }
             (Addr::Unix(a), Addr::Unix(b)) => a == b,
             _ => false,
         }
     }
 }
 
-/// Whether `ip` (IPv6, or IPv4 mapped) is the node's own: loopback or any.
-fn local(ip: &[u8; 16]) -> bool {
+/// Whether `ip` (IPv6, or IPv4 mapped) is the node's own: loopback, any,
+/// or `own`.
+fn local(ip: &[u8; 16], own: Option<&[u8; 16]>) -> bool {
     let v4 = ip[..10].iter().all(|&b| b == 0) && ip[10] == 0xFF && ip[11] == 0xFF;
-    if v4 {
-        ip[12] == 127 || ip[12..] == [0, 0, 0, 0]
-    } else {
-        ip[..15].iter().all(|&b| b == 0) && (ip[15] == 1 || ip[15] == 0)
-    }
+    own == Some(ip)
+        || if v4 {
+            ip[12] == 127 || ip[12..] == [0, 0, 0, 0]
+        } else {
+            ip[..15].iter().all(|&b| b == 0) && (ip[15] == 1 || ip[15] == 0)
+        }
 }
 
 /// A socket's state.
@@ -149,6 +166,83 @@ pub enum State {
     },
     /// A datagram socket: its inbox of (sender, bytes).
     Datagram { inbox: VecDeque<(Addr, Vec<u8>)> },
+    /// A stream to a socket of another node: the peer's socket id there
+    /// (`None` while connecting), its inbox and ends as for `Stream`.
+    Wire {
+        peer: Option<usize>,
+        inbox: VecDeque<u8>,
+        write_shut: bool,
+        peer_done: bool,
+        /// A pending error (`SO_ERROR`): the connect refused, the
+        /// connection reset.
+        error: i64,
+        /// A connect's result, once, for the blocking connect that waits
+        /// for it (0, or ECONNREFUSED).
+        connected: Option<i64>,
+    },
+}
+
+/// What one node sends another: from a socket at `from` to `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    pub from: Addr,
+    pub to: Addr,
+    pub segment: Segment,
+}
+
+/// A packet's meaning; socket ids are the sending (`src`) or receiving
+/// (`dst`) node's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// A connect from socket `src`, to whatever listens at `to`.
+    Syn {
+        src: usize,
+    },
+    /// The listener accepted: its new socket is `src`, the connecting one
+    /// `dst`.
+    Accepted {
+        src: usize,
+        dst: usize,
+    },
+    /// No listener at the address.
+    Refused {
+        dst: usize,
+    },
+    Data {
+        dst: usize,
+        bytes: Vec<u8>,
+    },
+    /// The sender will send no more (closed or shut for writing).
+    Fin {
+        dst: usize,
+    },
+    Datagram(Vec<u8>),
+}
+
+impl Segment {
+    /// Whether the segment belongs to a stream, which a network delivers
+    /// in order and without loss (TCP's retransmissions) or not at all.
+    pub fn is_stream(&self) -> bool {
+        !matches!(self, Segment::Datagram(_))
+    }
+}
+
+/// Whether two socket addresses are the same endpoint (an IPv4 address and
+/// its IPv6-mapped form alike).
+fn same_endpoint(a: &Addr, b: &Addr) -> bool {
+    match (a, b) {
+        (Addr::Inet { ip: x, port: p, .. }, Addr::Inet { ip: y, port: q, .. }) => x == y && p == q,
+        (a, b) => a == b,
+    }
+}
+
+/// The IPv4 address `a.b.c.d` in the kernel's IPv6-mapped form.
+pub fn ipv4(octets: [u8; 4]) -> [u8; 16] {
+    let mut ip = [0u8; 16];
+    ip[10] = 0xFF;
+    ip[11] = 0xFF;
+    ip[12..].copy_from_slice(&octets);
+    ip
 }
 
 #[derive(Debug, Clone)]
@@ -171,6 +265,11 @@ pub struct Net {
     next_port: u16,
     /// Some readiness changed since the front last looked.
     pub changed: bool,
+    /// The node's address in a cluster (IPv4 mapped), if it is a node of
+    /// one: sockets to other addresses then go through [`Net::outbox`].
+    pub ip: Option<[u8; 16]>,
+    /// Packets for other nodes, which the cluster takes and carries.
+    pub outbox: Vec<Packet>,
 }
 
 /// What a receive got: the bytes, and who sent them.
@@ -223,6 +322,15 @@ impl Net {
         if socket.references > 0 {
             return;
         }
+        if let State::Wire {
+            peer: Some(peer),
+            write_shut: false,
+            ..
+        } = socket.state
+        {
+            self.send_packet(id, Segment::Fin { dst: peer });
+        }
+        let socket = &mut self.sockets[id];
         let state = std::mem::replace(&mut socket.state, State::Fresh);
         socket.local = None;
         match state {
@@ -235,6 +343,217 @@ impl Net {
             _ => {}
         }
         self.changed = true;
+    }
+
+    /// Puts a packet from socket `id` to its peer in the outbox.
+    fn send_packet(&mut self, id: usize, segment: Segment) {
+        let socket = &self.sockets[id];
+        let (Some(from), Some(to)) = (socket.local.clone(), socket.remote.clone()) else {
+            debug_assert!(false, "a wire socket has both ends");
+            return;
+        };
+        self.outbox.push(Packet { from, to, segment });
+    }
+
+    /// This node's own address, with `port`: where its packets come from.
+    fn own(&self, port: u16) -> Addr {
+        Addr::Inet {
+            v6: false,
+            ip: self.ip.unwrap_or(ipv4([127, 0, 0, 1])),
+            port,
+        }
+    }
+
+    /// Whether `to` is another node's address (this node has one).
+    fn remote(&self, to: &Addr) -> bool {
+        match to {
+            Addr::Inet { ip, .. } => self.ip.is_some() && !local(ip, self.ip.as_ref()),
+            Addr::Unix(_) => false,
+        }
+    }
+
+    /// A packet from another node arrives (the cluster calls this).
+    pub fn deliver(&mut self, packet: Packet) {
+        let Packet { from, to, segment } = packet;
+        let wire = |s: &Socket, peer_known: bool| {
+            s.references > 0
+                && s.remote.as_ref().is_some_and(|r| same_endpoint(r, &from))
+                && matches!(s.state, State::Wire { peer, .. } if peer.is_some() == peer_known)
+        };
+        match segment {
+            Segment::Syn { src } => {
+                let Some(listener) = self.listener_at(&to) else {
+                    self.outbox.push(Packet {
+                        from: to,
+                        to: from,
+                        segment: Segment::Refused { dst: src },
+                    });
+                    return;
+                };
+                let port = match &to {
+                    Addr::Inet { port, .. } => *port,
+                    Addr::Unix(_) => 0,
+                };
+                self.sockets.push(Socket {
+                    stream: true,
+                    family: self.sockets[listener].family,
+                    local: Some(self.own(port)),
+                    remote: Some(from.clone()),
+                    state: State::Wire {
+                        peer: Some(src),
+                        inbox: VecDeque::new(),
+                        write_shut: false,
+                        peer_done: false,
+                        error: 0,
+                        connected: None,
+                    },
+                    references: 1,
+                    generation: 0,
+                });
+                let accepted = self.sockets.len() - 1;
+                if let State::Listener { backlog } = &mut self.sockets[listener].state {
+                    backlog.push_back(accepted);
+                }
+                self.sockets[listener].generation += 1;
+                self.outbox.push(Packet {
+                    from: self.own(port),
+                    to: from,
+                    segment: Segment::Accepted {
+                        src: accepted,
+                        dst: src,
+                    },
+                });
+            }
+            Segment::Accepted { src, dst } => {
+                if self.sockets.get(dst).is_some_and(|s| wire(s, false))
+                    && let State::Wire {
+                        peer, connected, ..
+                    } = &mut self.sockets[dst].state
+                    && connected.is_none()
+                {
+                    *peer = Some(src);
+                    *connected = Some(0);
+                    self.sockets[dst].generation += 1;
+                }
+            }
+            Segment::Refused { dst } => {
+                if self.sockets.get(dst).is_some_and(|s| wire(s, false))
+                    && let State::Wire {
+                        error, connected, ..
+                    } = &mut self.sockets[dst].state
+                {
+                    *error = -111; // ECONNREFUSED
+                    *connected = Some(-111);
+                    self.sockets[dst].generation += 1;
+                }
+            }
+            Segment::Data { dst, bytes } => {
+                if self.sockets.get(dst).is_some_and(|s| wire(s, true))
+                    && let State::Wire { inbox, .. } = &mut self.sockets[dst].state
+                {
+                    inbox.extend(&bytes);
+                    self.sockets[dst].generation += 1;
+                }
+            }
+            Segment::Fin { dst } => {
+                if self.sockets.get(dst).is_some_and(|s| wire(s, true))
+                    && let State::Wire { peer_done, .. } = &mut self.sockets[dst].state
+                {
+                    *peer_done = true;
+                    self.sockets[dst].generation += 1;
+                }
+            }
+            Segment::Datagram(bytes) => self.datagram_to(from, &to, bytes),
+        }
+        self.changed = true;
+    }
+
+    /// A datagram from `from` arrives at the socket of this node bound to
+    /// `to`, if one is (else it is lost, as on a network).
+    fn datagram_to(&mut self, from: Addr, to: &Addr, bytes: Vec<u8>) {
+        let own = self.ip;
+        let target = (0..self.sockets.len()).find(|&s| {
+            let socket = &self.sockets[s];
+            !socket.stream
+                && socket.references > 0
+                && socket
+                    .local
+                    .as_ref()
+                    .is_some_and(|b| to.reaches(b, own.as_ref()))
+        });
+        if let Some(target) = target
+            && let State::Datagram { inbox } = &mut self.sockets[target].state
+        {
+            inbox.push_back((from, bytes));
+            self.sockets[target].generation += 1;
+            self.changed = true;
+        }
+    }
+
+    /// The socket listening where a connect to `to` arrives.
+    fn listener_at(&self, to: &Addr) -> Option<usize> {
+        let own = self.ip;
+        (0..self.sockets.len()).find(|&l| {
+            let s = &self.sockets[l];
+            s.references > 0
+                && matches!(s.state, State::Listener { .. })
+                && s.local
+                    .as_ref()
+                    .is_some_and(|b| to.reaches(b, own.as_ref()))
+        })
+    }
+
+    /// The node at `ip` crashed: this node's connections to it are reset.
+    pub fn reset_from(&mut self, ip: &[u8; 16]) {
+        for socket in &mut self.sockets {
+            let to_it = matches!(&socket.remote, Some(Addr::Inet { ip: r, .. }) if r == ip);
+            if let (
+                true,
+                State::Wire {
+                    error,
+                    peer_done,
+                    connected,
+                    ..
+                },
+            ) = (to_it, &mut socket.state)
+            {
+                *error = -104; // ECONNRESET
+                *peer_done = true;
+                if connected.is_none() {
+                    *connected = Some(-111);
+                }
+                socket.generation += 1;
+                self.changed = true;
+            }
+        }
+    }
+
+    /// The program ended: every connection to another node is closed
+    /// (its peer reads the end), as the kernel closes a dead process's
+    /// descriptors.
+    pub fn hang_up(&mut self) {
+        for id in 0..self.sockets.len() {
+            if let State::Wire {
+                peer: Some(peer),
+                write_shut: false,
+                ..
+            } = self.sockets[id].state
+                && self.sockets[id].references > 0
+            {
+                self.send_packet(id, Segment::Fin { dst: peer });
+                if let State::Wire { write_shut, .. } = &mut self.sockets[id].state {
+                    *write_shut = true;
+                }
+            }
+        }
+    }
+
+    /// Takes socket `id`'s pending error (`SO_ERROR`, negative).
+    pub fn take_error(&mut self, id: usize) -> i64 {
+        match &mut self.sockets[id].state {
+            State::Wire { error, .. } => std::mem::take(error),
+            _ => 0,
+        }
     }
 
     fn peer_done(&mut self, id: usize) {
@@ -258,7 +577,7 @@ impl Net {
                     (Addr::Inet { port: a, .. }, Addr::Inet { port: b, .. }) => a == b,
                     (a, b) => a == b,
                 })
-                && !matches!(s.state, State::Stream { .. })
+                && !matches!(s.state, State::Stream { .. } | State::Wire { .. })
         })
     }
 
@@ -333,17 +652,40 @@ impl Net {
             self.sockets[id].remote = Some(to);
             return 0;
         }
-        match self.sockets[id].state {
+        match &mut self.sockets[id].state {
             State::Fresh => {}
+            State::Wire {
+                connected, peer, ..
+            } => {
+                return match connected.take() {
+                    Some(result) => result,
+                    None if peer.is_none() => -114, // EALREADY
+                    None => -106,                   // EISCONN
+                };
+            }
             State::Stream { .. } => return -106, // EISCONN
             _ => return super::EINVAL,
         }
-        let Some(listener) = (0..self.sockets.len()).find(|&l| {
-            let s = &self.sockets[l];
-            s.references > 0
-                && matches!(s.state, State::Listener { .. })
-                && s.local.as_ref().is_some_and(|bound| to.reaches(bound))
-        }) else {
+        if self.remote(&to) {
+            // To another node: a Syn, and the answer later.
+            let port = match &self.sockets[id].local {
+                Some(Addr::Inet { port, .. }) => *port,
+                _ => self.ephemeral(),
+            };
+            self.sockets[id].local = Some(self.own(port));
+            self.sockets[id].remote = Some(to);
+            self.sockets[id].state = State::Wire {
+                peer: None,
+                inbox: VecDeque::new(),
+                write_shut: false,
+                peer_done: false,
+                error: 0,
+                connected: None,
+            };
+            self.send_packet(id, Segment::Syn { src: id });
+            return -115; // EINPROGRESS
+        }
+        let Some(listener) = self.listener_at(&to) else {
             return -111; // ECONNREFUSED
         };
         let server_local = self.sockets[listener].local.clone();
@@ -421,6 +763,28 @@ impl Net {
                 self.changed = true;
                 Ok(Some(put))
             }
+            State::Wire {
+                peer,
+                write_shut,
+                error,
+                ..
+            } => {
+                if error != 0 {
+                    return Err(error);
+                }
+                if write_shut {
+                    return Err(-32);
+                }
+                let Some(peer) = peer else {
+                    return Ok(None); // still connecting
+                };
+                let segment = Segment::Data {
+                    dst: peer,
+                    bytes: bytes.to_vec(),
+                };
+                self.send_packet(id, segment);
+                Ok(Some(bytes.len()))
+            }
             State::Datagram { .. } => {
                 let Some(to) = to.or_else(|| self.sockets[id].remote.clone()) else {
                     return Err(-89); // EDESTADDRREQ
@@ -430,20 +794,20 @@ impl Net {
                     self.sockets[id].local = Some(addr);
                 }
                 let from = self.sockets[id].local.clone().expect("bound above");
-                let target = (0..self.sockets.len()).find(|&s| {
-                    let socket = &self.sockets[s];
-                    !socket.stream
-                        && socket.references > 0
-                        && socket.local.as_ref().is_some_and(|bound| to.reaches(bound))
-                });
-                // A datagram to no one is lost, as on a network.
-                if let Some(target) = target
-                    && let State::Datagram { inbox } = &mut self.sockets[target].state
-                {
-                    inbox.push_back((from, bytes.to_vec()));
-                    self.sockets[target].generation += 1;
-                    self.changed = true;
+                if self.remote(&to) {
+                    let port = match from {
+                        Addr::Inet { port, .. } => port,
+                        Addr::Unix(_) => 0,
+                    };
+                    self.outbox.push(Packet {
+                        from: self.own(port),
+                        to,
+                        segment: Segment::Datagram(bytes.to_vec()),
+                    });
+                    return Ok(Some(bytes.len()));
                 }
+                // A datagram to no one is lost, as on a network.
+                self.datagram_to(from, &to, bytes.to_vec());
                 Ok(Some(bytes.len()))
             }
             _ => Err(-107), // ENOTCONN
@@ -455,7 +819,25 @@ impl Net {
     pub fn receive(&mut self, id: usize, len: usize, peek: bool) -> Result<Option<Received>, i64> {
         let remote = self.sockets[id].remote.clone();
         match &mut self.sockets[id].state {
+            State::Wire {
+                inbox,
+                error,
+                peer_done,
+                peer,
+                ..
+            } if inbox.is_empty() && (*error != 0 || peer.is_none()) => {
+                if *error != 0 {
+                    Err(std::mem::take(error))
+                } else if *peer_done {
+                    Ok(Some((Vec::new(), remote)))
+                } else {
+                    Ok(None)
+                }
+            }
             State::Stream {
+                inbox, peer_done, ..
+            }
+            | State::Wire {
                 inbox, peer_done, ..
             } => {
                 if inbox.is_empty() {
@@ -494,6 +876,20 @@ impl Net {
 
     /// `shutdown(how)`: SHUT_RD 0, SHUT_WR 1, SHUT_RDWR 2.
     pub fn shutdown(&mut self, id: usize, how: u64) -> i64 {
+        if let State::Wire {
+            peer, write_shut, ..
+        } = &mut self.sockets[id].state
+        {
+            let peer = *peer;
+            if how >= 1 && !*write_shut {
+                *write_shut = true;
+                if let Some(peer) = peer {
+                    self.send_packet(id, Segment::Fin { dst: peer });
+                }
+            }
+            self.changed = true;
+            return 0;
+        }
         let State::Stream {
             peer, write_shut, ..
         } = &mut self.sockets[id].state
@@ -537,6 +933,32 @@ impl Net {
                 bits
             }
             State::Datagram { inbox } => 0x4 | u32::from(!inbox.is_empty()),
+            State::Wire {
+                peer,
+                inbox,
+                write_shut,
+                peer_done,
+                error,
+                ..
+            } => {
+                if *error != 0 {
+                    return 0x1 | 0x4 | 0x8 | 0x10 | 0x2000;
+                }
+                if peer.is_none() {
+                    return 0;
+                }
+                let mut bits = 0;
+                if !inbox.is_empty() || *peer_done {
+                    bits |= 0x1;
+                }
+                if *peer_done {
+                    bits |= 0x2000;
+                }
+                if !write_shut {
+                    bits |= 0x4;
+                }
+                bits
+            }
         }
     }
 }
@@ -582,7 +1004,14 @@ impl Kernel {
                 // bind(fd, addr, len), connect(fd, addr, len)
                 match id(self).and_then(|s| Addr::read(guest, a[1], a[2]).map(|addr| (s, addr))) {
                     Ok((s, addr)) if number == 200 => self.net.bind(s, addr),
-                    Ok((s, addr)) => self.net.connect(s, addr),
+                    Ok((s, addr)) => match self.net.connect(s, addr) {
+                        // A blocking connect to another node waits for
+                        // its answer, and asks again when woken.
+                        -115 | -114 if !self.open(a[0]).is_some_and(|o| o.nonblock) => {
+                            return Some(self.wait(ctx, None));
+                        }
+                        result => result,
+                    },
                     Err(e) => e,
                 }
             }
@@ -664,10 +1093,17 @@ impl Kernel {
                 // getsockopt(fd, level, name, value, len): SO_TYPE, else 0
                 match id(self) {
                     Ok(s) => {
-                        let value: u32 = if a[1] == 1 && a[2] == 3 {
-                            if self.net.get(s).stream { 1 } else { 2 }
-                        } else {
-                            0
+                        let value: u32 = match (a[1], a[2]) {
+                            (1, 3) => {
+                                if self.net.get(s).stream {
+                                    1
+                                } else {
+                                    2
+                                }
+                            }
+                            // SO_ERROR: the pending error, taken.
+                            (1, 4) => self.net.take_error(s).unsigned_abs() as u32,
+                            _ => 0,
                         };
                         let ok = guest.write(a[3], &value.to_le_bytes()).is_ok()
                             && guest.write(a[4], &4u32.to_le_bytes()).is_ok();

@@ -35,8 +35,8 @@ const EDGES: usize = 1 << 16;
 
 /// Runs a static riscv64 program; see the module docs.
 pub struct Emulator {
-    loaded: Machine,
-    machine: Machine,
+    pub(super) loaded: Machine,
+    pub(super) machine: Machine,
     /// The region the machines' recorder writes runs to.
     region: Arc<Region>,
     flags: u64,
@@ -51,7 +51,14 @@ pub struct Emulator {
 impl Emulator {
     /// The program in `bytes` with `args` (`argv[0]` first).
     pub fn new(bytes: &[u8], args: &[String], budget: u64) -> Result<Emulator, String> {
-        Emulator::of_file(&super::machine::check(bytes)?, None, args, budget, None)
+        Emulator::of_file(
+            &super::machine::check(bytes)?,
+            None,
+            args,
+            &[],
+            budget,
+            None,
+        )
     }
 
     /// The program at `path` (its DWARF names crash places and schedule
@@ -68,11 +75,24 @@ impl Emulator {
         budget: u64,
         files: Option<&Path>,
     ) -> Result<Emulator, String> {
+        Emulator::open_env(path, args, &[], budget, files)
+    }
+
+    /// [`Emulator::open_with`], with `env` (`KEY=value` each) as the
+    /// program's environment.
+    pub fn open_env(
+        path: &Path,
+        args: &[String],
+        env: &[String],
+        budget: u64,
+        files: Option<&Path>,
+    ) -> Result<Emulator, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
         Emulator::of_file(
             &super::machine::check(&bytes)?,
             Some(path),
             args,
+            env,
             budget,
             files,
         )
@@ -84,10 +104,11 @@ impl Emulator {
         file: &object::File<'_>,
         path: Option<&Path>,
         args: &[String],
+        env: &[String],
         budget: u64,
         files: Option<&Path>,
     ) -> Result<Emulator, String> {
-        let mut loaded = Machine::load_file(file, args, &[])?;
+        let mut loaded = Machine::load_file(file, args, env)?;
         if let Some(dir) = files {
             loaded
                 .kernel
@@ -177,7 +198,7 @@ impl Emulator {
     }
 
     /// The end of a run that exited with `exit`.
-    fn end(&mut self, exit: Exit) -> End {
+    pub(super) fn end(&mut self, exit: Exit) -> End {
         match exit {
             Exit::Status(0) => End::Ok,
             Exit::Status(code) => End::crash(
@@ -188,6 +209,7 @@ impl Emulator {
             Exit::OutOfInstructions => End::Timeout,
             Exit::SetupComplete => unreachable!("only setup stops at dst_setup_complete"),
             Exit::Crashed => unreachable!("a crashed run restarts"),
+            Exit::Idle { .. } => unreachable!("only a node of a cluster idles"),
             Exit::Signal {
                 signal,
                 pc,
@@ -272,6 +294,15 @@ impl Emulator {
         );
     }
 
+    /// The program starts again from its snapshot after the world crashed
+    /// it, on what its file system kept (the run's recorder, clock, output
+    /// and calls go on).
+    pub(super) fn restart(&mut self) {
+        let mut restarted = self.loaded.clone();
+        restarted.restart_from(&mut self.machine);
+        self.machine = restarted;
+    }
+
     /// The machine as the last run left it (its output, its calls).
     pub fn machine(&self) -> &Machine {
         &self.machine
@@ -294,9 +325,7 @@ impl Executor for Emulator {
             // The node restarts from the program's start, on what its
             // file system kept; the run goes on with its budget's rest.
             used += self.machine.cpu.retired - self.loaded.cpu.retired;
-            let mut restarted = self.loaded.clone();
-            restarted.restart_from(&mut self.machine);
-            self.machine = restarted;
+            self.restart();
             exit = self
                 .machine
                 .run_with(self.budget.saturating_sub(used), edges);

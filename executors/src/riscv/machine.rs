@@ -42,7 +42,7 @@ impl Guest for Memory {
         Memory::zero(self, start, len)
     }
 }
-use super::threads::{POLL, Parts, State, Threads, Why};
+use super::threads::{POLL, Parts, SLEEP, Stall, State, Threads, Why};
 use dst::decision::{Kind, Value};
 use dst::protocol::SiteText;
 use dst::region::Layout;
@@ -80,6 +80,11 @@ pub enum Exit {
     /// touches its files): its file system kept what the crash decided,
     /// and the program starts again ([`Machine::restart_from`]).
     Crashed,
+    /// A node of a cluster ([`Threads::idle_exit`]): every thread waits,
+    /// for a file's readiness (bytes from the network) or until `until`
+    /// (virtual nanoseconds), the earliest deadline. The cluster runs it
+    /// again when either comes.
+    Idle { until: Option<u64> },
 }
 
 /// Crashes of the node one run may have (then no more are offered).
@@ -113,9 +118,14 @@ pub fn check(bytes: &[u8]) -> Result<object::File<'_>, String> {
 /// The program's machine.
 #[derive(Clone)]
 pub struct Machine {
-    /// Virtual nanoseconds since the run started: each clock reading
-    /// advances it by a decided step (as the wasm executor's WASI clock).
+    /// Virtual nanoseconds since the run started: it advances by a
+    /// nanosecond per instruction retired (a nominal 1 GHz core), each
+    /// clock reading adds a decided step (as the wasm executor's WASI
+    /// clock), and when every thread waits it jumps to the earliest
+    /// deadline (in a cluster: the cluster's time).
     pub now: u64,
+    /// Instructions retired when `now` last took them into account.
+    timed: u64,
     /// The running thread's registers.
     pub cpu: Cpu,
     pub memory: Memory,
@@ -227,6 +237,7 @@ impl Machine {
         crate::linux::Signals::map_vdso(&mut memory);
         let mut machine = Machine {
             now: 0,
+            timed: 0,
             cpu: Cpu::default(),
             memory,
             kernel: Kernel::new(brk),
@@ -365,6 +376,14 @@ impl Machine {
             if self.cpu.retired >= limit {
                 return Exit::OutOfInstructions;
             }
+            if !self.threads.current_runnable() {
+                // A node of a cluster that was idle: time passed or bytes
+                // came, and a thread may run again.
+                if let Err(exit) = self.schedule(Why::Block) {
+                    return exit;
+                }
+                continue;
+            }
             if self.cpu.retired >= self.threads.slice_end {
                 if let Err(exit) = self.schedule(Why::Preempt) {
                     return exit;
@@ -454,6 +473,7 @@ impl Machine {
     fn syscall(&mut self) -> Option<Exit> {
         let x = self.cpu.x;
         let (number, a0, a1, a2) = (x[17], x[10], x[11], x[12]);
+        self.pass_time();
         // The node may crash before a call that touches its files takes
         // effect (or before it exits): a decision of the world's nemesis.
         if self.kernel.crashable
@@ -527,12 +547,15 @@ impl Machine {
                 match (self.memory.load(req, 8), self.memory.load(req + 8, 8)) {
                     (Ok(s), Ok(ns)) => {
                         let t = s.saturating_mul(1_000_000_000).saturating_add(ns);
-                        self.now = if flags & 1 != 0 {
+                        let deadline = if flags & 1 != 0 {
                             let epoch = if clock == 0 { EPOCH_NS } else { 0 };
-                            self.now.max(t.saturating_sub(epoch))
+                            t.saturating_sub(epoch)
                         } else {
                             self.now.saturating_add(t)
                         };
+                        // The thread waits until virtual time reaches its
+                        // deadline: others run meanwhile.
+                        self.threads.block_on(SLEEP, Some(deadline));
                         point = Some(Why::Sleep);
                         0
                     }
@@ -627,7 +650,7 @@ impl Machine {
                         // The thread waits at its ecall, and makes the call
                         // again when woken (a0 still holds its argument).
                         self.cpu.pc -= 4;
-                        self.threads.block_on_poll(deadline);
+                        self.threads.block_on(POLL, deadline);
                         return self.schedule(Why::Block).err();
                     }
                     outcome @ (Outcome::Killed(_) | Outcome::Unsupported(_)) => {
@@ -648,6 +671,14 @@ impl Machine {
             Some(why) => self.schedule(why).err(),
             None => None,
         }
+    }
+
+    /// Virtual time takes in the instructions retired since it last did:
+    /// a nanosecond each.
+    fn pass_time(&mut self) {
+        debug_assert!(self.cpu.retired >= self.timed, "instructions only grow");
+        self.now = self.now.saturating_add(self.cpu.retired - self.timed);
+        self.timed = self.cpu.retired;
     }
 
     /// One clock reading: virtual time advances by the decided step
@@ -689,7 +720,16 @@ impl Machine {
         self.calls = std::mem::take(&mut crashed.calls);
         self.crashes = crashed.crashes;
         self.now = crashed.now;
+        self.timed = self.cpu.retired;
         std::mem::swap(&mut self.recorder, &mut crashed.recorder);
+    }
+
+    /// Wakes the threads blocked in a system call when a file's readiness
+    /// changed outside a call of theirs (bytes from another node).
+    pub fn wake_pollers(&mut self) {
+        if self.kernel.take_woken() {
+            self.threads.wake(&mut self.cpu, POLL, u64::MAX, u32::MAX);
+        }
     }
 
     /// The running thread's registers, as a signal frame holds them.
@@ -783,8 +823,14 @@ impl Machine {
     /// A scheduling point of the running thread ([`Threads::schedule`]);
     /// `Err` when no thread can run (a deadlock).
     fn schedule(&mut self, why: Why) -> Result<(), Exit> {
+        self.pass_time();
         self.parts(|t, m| t.schedule(m, why))
-            .map_err(|waiting| Exit::Deadlock { waiting })
+            .map_err(|stall| match stall {
+                Stall::Deadlock(waiting) => Exit::Deadlock { waiting },
+                Stall::Idle => Exit::Idle {
+                    until: self.threads.next_deadline(),
+                },
+            })
     }
 
     pub(super) fn decide(&mut self, kind: Kind, name: &str, bytes: &mut [u8], value: Value) -> u64 {

@@ -27,8 +27,12 @@
 //! protocol (`dst::protocol`) into the executor's region, taken branches and jumps are edges, and the instruction budget
 //! makes a spinning program a timeout that replays identically.
 //!
-//! Not yet: files, signal handlers.
+//! [`cluster`] runs several programs as the nodes of one run, each an
+//! [`executor::Emulator`] whose machine stops when all of its threads
+//! wait, over a simulated network between the nodes' sockets, with one
+//! virtual clock (a nanosecond per instruction) and the world's faults.
 
+pub mod cluster;
 pub mod cpu;
 pub mod decode;
 pub mod executor;

@@ -124,6 +124,20 @@ pub const QUANTUM: u64 = 200_000;
 /// (its result is not set: a0 still holds the call's first argument).
 pub const POLL: u64 = u64::MAX;
 
+/// The address a sleeping thread (`nanosleep`, `clock_nanosleep`) waits
+/// on until its deadline: it runs again once virtual time reaches it.
+pub const SLEEP: u64 = u64::MAX - 1;
+
+/// Why no thread can run at a scheduling point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stall {
+    /// Every live thread waits for ever: (tid, futex address, pc) each.
+    Deadlock(Waiting),
+    /// The machine runs in a cluster ([`Threads::idle_exit`]): its threads
+    /// wait, and the cluster decides when time passes or bytes arrive.
+    Idle,
+}
+
 /// Threads a run may have (a `clone` past it fails with EAGAIN).
 pub const MAX_THREADS: usize = 256;
 
@@ -163,6 +177,10 @@ pub struct Threads {
     /// The run's thread switches, in order.
     pub switches: Vec<Switch>,
     wait_seq: u64,
+    /// When no thread can run, stop with [`Stall::Idle`] instead of
+    /// moving virtual time to the earliest deadline: the machine is a node
+    /// of a cluster, whose time is the cluster's.
+    pub idle_exit: bool,
 }
 
 impl Threads {
@@ -179,6 +197,7 @@ impl Threads {
             slice_end: u64::MAX,
             switches: Vec::new(),
             wait_seq: 0,
+            idle_exit: false,
         }
     }
 
@@ -334,16 +353,33 @@ impl Threads {
         }
     }
 
-    /// The running thread blocks in a call it will make again (see
-    /// [`POLL`]), until woken or until `deadline`.
-    pub(super) fn block_on_poll(&mut self, deadline: Option<u64>) {
+    /// The running thread blocks on `address` ([`POLL`]: in a call it
+    /// will make again; [`SLEEP`]: sleeping), until woken or `deadline`.
+    pub(super) fn block_on(&mut self, address: u64, deadline: Option<u64>) {
+        debug_assert!(address == POLL || (address == SLEEP && deadline.is_some()));
         self.wait_seq += 1;
         self.list[self.current].state = State::Waiting {
-            address: POLL,
+            address,
             bitset: u32::MAX,
             deadline,
             since: self.wait_seq,
         };
+    }
+
+    /// The earliest deadline of a waiting thread.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.list
+            .iter()
+            .filter_map(|t| match t.state {
+                State::Waiting { deadline, .. } => deadline,
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Whether the thread that ran last can go on.
+    pub fn current_runnable(&self) -> bool {
+        self.list[self.current].state == State::Runnable
     }
 
     /// Threads waiting on `address` whose bitset meets `bitset`, oldest
@@ -399,7 +435,7 @@ impl Threads {
     /// A scheduling point of the running thread: picks the thread that
     /// runs next and its preemption slice (see the module docs), and
     /// switches to it. `Err` when no thread can run (a deadlock).
-    pub(super) fn schedule(&mut self, m: &mut Parts<'_>, why: Why) -> Result<(), Waiting> {
+    pub(super) fn schedule(&mut self, m: &mut Parts<'_>, why: Why) -> Result<(), Stall> {
         let me = self.current;
         self.time_out_waits(m, false);
         let gives_way = why.gives_way();
@@ -417,6 +453,9 @@ impl Threads {
         if me_runnable && gives_way {
             order.push(me);
         }
+        if order.is_empty() && self.idle_exit {
+            return Err(Stall::Idle);
+        }
         if order.is_empty() && self.time_out_waits(m, true) {
             order.extend((0..n).filter(|&t| self.list[t].state == State::Runnable));
         }
@@ -426,7 +465,7 @@ impl Threads {
         );
         debug_assert!(order.len() <= MAX_THREADS, "a choice fits one byte");
         let next = match order.len() {
-            0 => return Err(self.deadlock(m.cpu)),
+            0 => return Err(Stall::Deadlock(self.deadlock(m.cpu))),
             1 => order[0],
             len => {
                 let name = format!("dst emulator: thread to run at {}", why.name());
@@ -450,6 +489,13 @@ impl Threads {
             let slice = dst::decision::slice_of(v).unwrap_or(QUANTUM);
             debug_assert!(slice >= 1, "a preemption lets the thread run");
             self.slice_end = m.cpu.retired + slice;
+        }
+        if let Some(deadline) = self.next_deadline() {
+            // A timer interrupt: the running thread stops when virtual
+            // time (a nanosecond per instruction) reaches a waiter's
+            // deadline, so a thread that spins lets a sleeper wake.
+            let until = deadline.saturating_sub(*m.now).max(1);
+            self.slice_end = self.slice_end.min(m.cpu.retired.saturating_add(until));
         }
         if next != me {
             self.switch_to(m, next, why, me_runnable);
@@ -490,15 +536,7 @@ impl Threads {
     /// Returns whether a wait timed out.
     fn time_out_waits(&mut self, m: &mut Parts<'_>, forced: bool) -> bool {
         if forced {
-            let earliest = self
-                .list
-                .iter()
-                .filter_map(|t| match t.state {
-                    State::Waiting { deadline, .. } => deadline,
-                    _ => None,
-                })
-                .min();
-            match earliest {
+            match self.next_deadline() {
                 Some(deadline) => *m.now = (*m.now).max(deadline),
                 None => return false,
             }
@@ -513,7 +551,7 @@ impl Threads {
                 && d <= *m.now
             {
                 self.list[t].state = State::Runnable;
-                if address != POLL {
+                if address != POLL && address != SLEEP {
                     self.set_result(m.cpu, t, -110); // ETIMEDOUT
                 }
                 any = true;

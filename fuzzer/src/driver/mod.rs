@@ -106,6 +106,9 @@ impl Levels {
             self.riscv
                 .level(&self.cmd.command)
                 .map(|l| Box::new(l) as Box<dyn Level>),
+            self.riscv
+                .cluster_level()
+                .map(|l| Box::new(l) as Box<dyn Level>),
             self.kvm.level().map(|l| Box::new(l) as Box<dyn Level>),
         ]
         .into_iter()
@@ -115,6 +118,12 @@ impl Levels {
             return Err(Failure::new(
                 exit::USAGE,
                 "--kvm takes no arguments after --: a guest has no command line",
+            ));
+        }
+        if self.riscv.cluster.is_some() && !self.cmd.command.is_empty() {
+            return Err(Failure::new(
+                exit::USAGE,
+                "--cluster takes no arguments after --: each node's are in the cluster file",
             ));
         }
         if given.len() > 1 {

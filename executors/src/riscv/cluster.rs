@@ -1,0 +1,720 @@
+//! A cluster: several static riscv64 Linux programs, each a node with its
+//! own address space, file system and address, in one run, one
+//! instruction stream at a time across all of them, over a simulated
+//! network with the world's latency and faults.
+//!
+//! The cluster file (TOML, [`Config`]) names the nodes:
+//!
+//! ```toml
+//! [[node]]
+//! name = "server"        # its host name, in every node's /etc/hosts
+//! program = "server"     # a static riscv64 program (relative to this file)
+//! args = ["7000"]        # after argv[0], the node's name
+//! env = { MODE = "fast" }
+//! files = "server-data"  # a host folder: the node's file system (a copy)
+//! faults = false         # never crashed (default: it may be)
+//!
+//! [[node]]
+//! name = "client"
+//! program = "client"
+//! args = ["server", "7000"]
+//! workload = true        # the run ends when every workload node exited
+//!
+//! [network]
+//! latency_us = 100       # every packet's nominal latency
+//! max_delay_us = 10000   # what a delayed packet may take on top
+//! ```
+//!
+//! Node `i` has the address 10.0.0.`i+1`; every node's `/etc/hosts` names
+//! them all (unless its own files bring one). Each node is an [`Emulator`]
+//! (loaded once, restored before every run); its machine runs with
+//! `Threads::idle_exit`, so when all of its threads wait it stops and the
+//! cluster decides what happens next:
+//!
+//! - **Which node runs** is a `schedule` decision among the nodes that can
+//!   run (nominally the next one after the node that ran last, round
+//!   robin), and a node runs for at most a slice of [`SLICE`] instructions.
+//! - **Time** is one virtual clock for the cluster: a node's machine takes
+//!   it when it runs and advances it (a nanosecond per instruction, clock
+//!   steps); when no node can run it jumps to the next packet's arrival or
+//!   the earliest deadline of a waiting thread.
+//! - **Packets** a node's sockets send to another node's address
+//!   (`crate::linux::net`) take the world's latency, and may be delayed
+//!   (`sim: message delayed`: reordered for datagrams, in order for a
+//!   stream, which TCP keeps); datagrams may be dropped or duplicated.
+//! - **Crashes**: a node whose `faults` are on may crash where the world
+//!   decides (`sim: node crash`, before a call that changes or syncs its
+//!   files, or before it exits), losing what its file system had not made
+//!   durable; it restarts from its program's start, and its peers'
+//!   connections to it are reset.
+//!
+//! The run ends when every workload node has exited (or, with none, when
+//! every node has), or when nothing can happen any more: every thread of
+//! every node waits for ever, which is the deadlock property while a
+//! workload node has not exited. A node's nonzero exit, a signal or a call
+//! the kernel lacks is a finding naming the node.
+
+use std::cell::UnsafeCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dst::catalog::SiteInfo;
+use dst::decision::{Kind, Value};
+use dst::protocol::SiteText;
+use dst::region::{FLAG_EVENTS, FLAG_TRACE_SITES, Layout, Region, RegionRef};
+use dst_kernel::executor::region_map;
+use dst_kernel::{Coverage, End, Executor, Map};
+use serde::Deserialize;
+
+use super::executor::{DEFAULT_BUDGET, Emulator};
+use super::machine::{Exit, syscall_name};
+use crate::guest::Recorder;
+use crate::linux::net::{Addr, Packet, Segment, ipv4};
+
+/// Instructions a node runs before another may (when another can).
+pub const SLICE: u64 = super::threads::QUANTUM;
+
+/// Bytes of the edge map (shared by the nodes).
+const EDGES: usize = 1 << 16;
+
+/// A cluster file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub node: Vec<NodeConfig>,
+    #[serde(default)]
+    pub network: NetworkConfig,
+}
+
+/// One `[[node]]` of a cluster file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Its host name.
+    pub name: String,
+    /// Its program (relative to the cluster file's folder).
+    pub program: PathBuf,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A host folder whose copy is the node's file system.
+    pub files: Option<PathBuf>,
+    /// The run ends when every workload node has exited.
+    #[serde(default)]
+    pub workload: bool,
+    /// Whether the world may crash the node.
+    #[serde(default = "yes")]
+    pub faults: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The `[network]` of a cluster file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Every packet's nominal latency, in microseconds.
+    #[serde(default = "latency_us")]
+    pub latency_us: u64,
+    /// How much longer a delayed packet may take, in microseconds.
+    #[serde(default = "max_delay_us")]
+    pub max_delay_us: u64,
+}
+
+fn latency_us() -> u64 {
+    100
+}
+
+fn max_delay_us() -> u64 {
+    10_000
+}
+
+impl Default for NetworkConfig {
+    fn default() -> NetworkConfig {
+        NetworkConfig {
+            latency_us: latency_us(),
+            max_delay_us: max_delay_us(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads the cluster file at `path`; its programs and folders are
+    /// resolved against the file's folder. Why it is not a cluster is one
+    /// line.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+            let message = e.message().trim().replace('\n', " ");
+            format!("not a cluster file: line {line}: {message}")
+        })?;
+        let folder = path.parent().unwrap_or(Path::new("."));
+        for node in &mut config.node {
+            node.program = folder.join(&node.program);
+            if let Some(files) = &node.files {
+                node.files = Some(folder.join(files));
+            }
+        }
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Names unique and usable as host names, and a node at least.
+    fn check(&self) -> Result<(), String> {
+        if self.node.is_empty() {
+            return Err("a cluster needs a [[node]] at least".into());
+        }
+        if self.node.len() > 250 {
+            return Err("a cluster has at most 250 nodes".into());
+        }
+        for (i, node) in self.node.iter().enumerate() {
+            let valid = !node.name.is_empty()
+                && node
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+            if !valid {
+                return Err(format!(
+                    "node name {:?}: letters, digits, - and . only",
+                    node.name
+                ));
+            }
+            if self.node[..i].iter().any(|n| n.name == node.name) {
+                return Err(format!("two nodes are named {}", node.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a node is between its slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ready,
+    /// Every thread waits: for a packet, or until this virtual time.
+    Idle(Option<u64>),
+    Exited,
+}
+
+struct Node {
+    name: String,
+    ip: [u8; 16],
+    emulator: Emulator,
+    state: State,
+    workload: bool,
+}
+
+/// What is on its way to a node.
+enum Cargo {
+    Packet(Packet),
+    /// The node at this address crashed: its connections are reset.
+    Reset([u8; 16]),
+}
+
+/// Something on its way: where it goes.
+struct Flight {
+    to: usize,
+    cargo: Cargo,
+}
+
+/// A cluster of programs on the emulator behind the one executor trait;
+/// see the module docs.
+pub struct Cluster {
+    nodes: Vec<Node>,
+    region: Arc<Region>,
+    /// The run's one recorder: in the running node's machine while it
+    /// runs, here otherwise.
+    recorder: Recorder,
+    catalog: Vec<SiteInfo>,
+    budget: u64,
+    latency: u64,
+    max_delay: u64,
+    edges: Box<[UnsafeCell<u8>]>,
+    flags: u64,
+    backstop: Duration,
+    /// The run's virtual time.
+    now: u64,
+    /// Packets in flight by (arrival, order sent).
+    flights: BTreeMap<(u64, u64), Flight>,
+    sent: u64,
+    /// The last arrival on each directed link (streams keep their order).
+    last: BTreeMap<(usize, usize), u64>,
+    /// The node that ran last.
+    current: usize,
+    /// Instructions the run has executed, across its nodes.
+    used: u64,
+}
+
+impl Cluster {
+    /// The cluster of `config`, each run at most `budget` instructions
+    /// across its nodes. A program that is missing or not a static riscv64
+    /// one is one line naming its node.
+    pub fn new(config: &Config, budget: u64) -> Result<Cluster, String> {
+        let hosts: String = std::iter::once("127.0.0.1 localhost\n".to_string())
+            .chain(
+                config
+                    .node
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| format!("10.0.0.{} {}\n", i + 1, n.name)),
+            )
+            .collect();
+        let mut nodes = Vec::new();
+        let mut catalog: Vec<SiteInfo> = Vec::new();
+        let mut programs: Vec<(PathBuf, usize)> = Vec::new();
+        for (i, node) in config.node.iter().enumerate() {
+            let at = |e: String| format!("node {} ({}): {e}", node.name, node.program.display());
+            let mut argv = vec![node.name.clone()];
+            argv.extend(node.args.iter().cloned());
+            let env: Vec<String> = node.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut emulator =
+                Emulator::open_env(&node.program, &argv, &env, budget, node.files.as_deref())
+                    .map_err(at)?;
+            // One catalog: the SDK's own sites once, then each program's.
+            let own = emulator.catalog().to_vec();
+            let builtins = dst::catalog::BUILTIN.len();
+            if catalog.is_empty() {
+                catalog.extend(own.iter().take(builtins).cloned());
+            }
+            let offset = match programs.iter().find(|(p, _)| *p == node.program) {
+                Some(&(_, offset)) => offset,
+                None => {
+                    let offset = catalog.len() - builtins;
+                    for site in own.iter().skip(builtins) {
+                        let mut site = site.clone();
+                        site.index = catalog.len() as u32;
+                        catalog.push(site);
+                    }
+                    programs.push((node.program.clone(), offset));
+                    offset
+                }
+            };
+            let ip = ipv4([10, 0, 0, i as u8 + 1]);
+            let loaded = &mut emulator.loaded;
+            loaded.sites = Arc::new(loaded.sites.as_ref().clone().shifted(offset));
+            loaded.threads.idle_exit = true;
+            loaded.kernel.net.ip = Some(ip);
+            loaded.kernel.crashable = node.faults;
+            loaded
+                .kernel
+                .put_file("/etc/hosts", hosts.as_bytes())
+                .and_then(|()| {
+                    loaded
+                        .kernel
+                        .put_file("/etc/nsswitch.conf", b"hosts: files\n")
+                })
+                .map_err(at)?;
+            nodes.push(Node {
+                name: node.name.clone(),
+                ip,
+                emulator,
+                state: State::Ready,
+                workload: node.workload,
+            });
+        }
+        let region = Arc::new(Region::new(Layout {
+            sites_capacity: catalog.len(),
+            coverage_size: crate::inprocess::DECISION_COVERAGE,
+            ..Layout::default()
+        }));
+        Ok(Cluster {
+            nodes,
+            recorder: Recorder::new(Arc::clone(&region)),
+            region,
+            catalog,
+            budget,
+            latency: config.network.latency_us * 1000,
+            max_delay: config.network.max_delay_us * 1000,
+            edges: (0..EDGES).map(|_| UnsafeCell::new(0)).collect(),
+            flags: 0,
+            backstop: Duration::from_secs(30),
+            now: 0,
+            flights: BTreeMap::new(),
+            sent: 0,
+            last: BTreeMap::new(),
+            current: 0,
+            used: 0,
+        })
+    }
+
+    /// [`Cluster::new`] from the cluster file at `path`.
+    pub fn open(path: &Path, budget: u64) -> Result<Cluster, String> {
+        Cluster::new(&Config::load(path)?, budget)
+    }
+
+    /// The nodes' names, in the file's order.
+    pub fn names(&self) -> Vec<&str> {
+        self.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    /// Node `i`'s machine as the last run left it.
+    pub fn machine(&self, i: usize) -> &super::machine::Machine {
+        &self.nodes[i].emulator.machine
+    }
+
+    /// Which node has address `ip`.
+    fn node_at(&self, ip: &[u8; 16]) -> Option<usize> {
+        self.nodes.iter().position(|n| &n.ip == ip)
+    }
+
+    /// Takes node `from`'s outgoing packets onto the network: each takes
+    /// the link's latency, maybe delayed (a stream's stay in order), a
+    /// datagram maybe dropped or duplicated; one to no node is refused (a
+    /// connect) or lost.
+    fn send(&mut self, from: usize) {
+        let packets = std::mem::take(&mut self.nodes[from].emulator.machine.kernel.net.outbox);
+        for packet in packets {
+            let to = match &packet.to {
+                Addr::Inet { ip, .. } => self.node_at(ip),
+                Addr::Unix(_) => None,
+            };
+            let Some(to) = to else {
+                if let Segment::Syn { src } = packet.segment {
+                    let refused = Packet {
+                        from: packet.to,
+                        to: packet.from,
+                        segment: Segment::Refused { dst: src },
+                    };
+                    self.fly(from, from, Cargo::Packet(refused), self.latency);
+                }
+                continue;
+            };
+            if !packet.segment.is_stream() && dst::world::net::dropped(&mut self.recorder) {
+                continue;
+            }
+            let copies =
+                if !packet.segment.is_stream() && dst::world::net::duplicated(&mut self.recorder) {
+                    2
+                } else {
+                    1
+                };
+            for _ in 0..copies {
+                let delay =
+                    dst::world::net::delay(&mut self.recorder, self.latency, self.max_delay);
+                self.fly(from, to, Cargo::Packet(packet.clone()), delay);
+            }
+        }
+    }
+
+    /// Puts `cargo` in flight from node `from` to node `to`, arriving
+    /// after `delay` (a stream's packets and resets after the link's
+    /// last).
+    fn fly(&mut self, from: usize, to: usize, cargo: Cargo, delay: u64) {
+        let mut at = self.now.saturating_add(delay);
+        let ordered = match &cargo {
+            Cargo::Packet(packet) => packet.segment.is_stream(),
+            Cargo::Reset(_) => true,
+        };
+        if ordered {
+            let last = self.last.entry((from, to)).or_insert(0);
+            at = at.max(*last);
+            *last = at;
+        }
+        self.sent += 1;
+        self.flights.insert((at, self.sent), Flight { to, cargo });
+    }
+
+    /// Hands every packet due by now to its node, which may run again.
+    fn arrive(&mut self) {
+        while let Some(entry) = self.flights.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            let Flight { to, cargo } = entry.remove();
+            let node = &mut self.nodes[to];
+            if node.state == State::Exited {
+                continue;
+            }
+            let net = &mut node.emulator.machine.kernel.net;
+            match cargo {
+                Cargo::Packet(packet) => net.deliver(packet),
+                Cargo::Reset(ip) => net.reset_from(&ip),
+            }
+            node.emulator.machine.wake_pollers();
+            if matches!(node.state, State::Idle(_)) {
+                node.state = State::Ready;
+            }
+            // Replies (an accept, a refusal) leave at once.
+            self.send(to);
+        }
+        for node in &mut self.nodes {
+            if let State::Idle(Some(until)) = node.state
+                && until <= self.now
+            {
+                node.state = State::Ready;
+            }
+        }
+    }
+
+    /// When something next happens while no node can run: a packet's
+    /// arrival or a waiting thread's deadline.
+    fn next_event(&self) -> Option<u64> {
+        let arrival = self.flights.keys().next().map(|&(at, _)| at);
+        let deadline = self
+            .nodes
+            .iter()
+            .filter_map(|n| match n.state {
+                State::Idle(until) => until,
+                _ => None,
+            })
+            .min();
+        arrival.into_iter().chain(deadline).min()
+    }
+
+    /// Whether the run's work is done: every workload node exited (every
+    /// node, when none is a workload).
+    fn done(&self) -> bool {
+        let workloads = self.nodes.iter().any(|n| n.workload);
+        self.nodes
+            .iter()
+            .filter(|n| n.workload || !workloads)
+            .all(|n| n.state == State::Exited)
+    }
+
+    /// Node `i` runs one slice; `Some` ends the run.
+    fn run_node(&mut self, i: usize, limit: u64, edges: &mut [u8]) -> Option<End> {
+        let node = &mut self.nodes[i];
+        let machine = &mut node.emulator.machine;
+        std::mem::swap(&mut machine.recorder, &mut self.recorder);
+        machine.now = machine.now.max(self.now);
+        let before = machine.cpu.retired;
+        let mut exit = machine.run_with(limit, edges);
+        self.used += machine.cpu.retired - before;
+        self.now = self.now.max(machine.now);
+        std::mem::swap(&mut machine.recorder, &mut self.recorder);
+        if !matches!(
+            exit,
+            Exit::OutOfInstructions | Exit::Idle { .. } | Exit::Crashed
+        ) {
+            // The program ended: its connections close.
+            self.nodes[i].emulator.machine.kernel.net.hang_up();
+        }
+        // What it sent leaves, a crashed node's last words too.
+        self.send(i);
+        if exit == Exit::Crashed {
+            // Restarted from its start on what its files kept; what was
+            // on its way to it is lost, its peers' connections to it are
+            // reset (after what it sent them before: as its kernel would
+            // answer, not a power cut's silence).
+            let node = &mut self.nodes[i];
+            node.emulator.restart();
+            let ip = node.ip;
+            exit = Exit::OutOfInstructions;
+            self.flights.retain(|_, f| f.to != i);
+            self.last.retain(|&(_, b), _| b != i);
+            for j in (0..self.nodes.len()).filter(|&j| j != i) {
+                self.fly(i, j, Cargo::Reset(ip), self.latency);
+            }
+        }
+        let node = &mut self.nodes[i];
+        match exit {
+            Exit::OutOfInstructions => {
+                node.state = State::Ready;
+                None
+            }
+            Exit::Idle { until } => {
+                node.state = State::Idle(until);
+                None
+            }
+            Exit::Status(0) => {
+                node.state = State::Exited;
+                None
+            }
+            exit => {
+                node.state = State::Exited;
+                let name = node.name.clone();
+                Some(match node.emulator.end(exit) {
+                    End::Crash(dst_kernel::Outcome::Crash {
+                        cause,
+                        message,
+                        location,
+                    }) => End::Crash(dst_kernel::Outcome::Crash {
+                        cause,
+                        message: format!("node {name}: {message}"),
+                        location,
+                    }),
+                    end => end,
+                })
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// One run from every node's snapshot; see the module docs.
+    fn run(&mut self, edges: &mut [u8]) -> End {
+        self.now = 0;
+        self.flights.clear();
+        self.last.clear();
+        self.sent = 0;
+        self.current = self.nodes.len() - 1;
+        self.used = 0;
+        for node in &mut self.nodes {
+            node.emulator.machine.clone_from(&node.emulator.loaded);
+            node.state = State::Ready;
+        }
+        loop {
+            if self.done() {
+                return End::Ok;
+            }
+            self.arrive();
+            let n = self.nodes.len();
+            let ready: Vec<usize> = (1..=n)
+                .map(|k| (self.current + k) % n)
+                .filter(|&i| self.nodes[i].state == State::Ready)
+                .collect();
+            if ready.is_empty() {
+                match self.next_event() {
+                    Some(at) => {
+                        debug_assert!(at > self.now, "what is due has happened");
+                        self.now = at;
+                        continue;
+                    }
+                    None => return self.stuck(),
+                }
+            }
+            if self.used >= self.budget {
+                return End::Timeout;
+            }
+            let i = match ready.len() {
+                1 => ready[0],
+                len => {
+                    let width = dst::decision::below_width(len as u64);
+                    let mut bytes = [0u8; 8];
+                    let k = self.recorder.decide_at(
+                        Kind::Schedule,
+                        SiteText::named("dst cluster: node to run"),
+                        &mut bytes[..width],
+                        Value::Mod(len as u64),
+                    );
+                    ready[k as usize]
+                }
+            };
+            self.current = i;
+            let limit = SLICE.min(self.budget - self.used);
+            if let Some(end) = self.run_node(i, limit, edges) {
+                return end;
+            }
+        }
+    }
+
+    /// Nothing can happen any more: every thread of every live node
+    /// waits for ever. While a workload node has not exited, that is the
+    /// deadlock property (which node waits where, as details).
+    fn stuck(&mut self) -> End {
+        let workloads = self.nodes.iter().any(|n| n.workload);
+        if !workloads {
+            return End::Ok;
+        }
+        let waiting: Vec<serde_json::Value> = self
+            .nodes
+            .iter()
+            .filter(|n| n.state != State::Exited)
+            .map(|n| serde_json::json!({ "node": n.name, "threads": n.emulator.machine.threads.len() }))
+            .collect();
+        let details = serde_json::json!({ "nodes": waiting }).to_string();
+        let site = &dst::catalog::BUILTIN[0];
+        debug_assert!(site.message.contains("deadlock"));
+        if self
+            .recorder
+            .evaluate(0, site.kind, true, f64::NAN)
+            .report()
+        {
+            self.recorder.report(0, true, Some(details));
+        }
+        End::Ok
+    }
+
+    /// After a run traced or recorded with events: each node's system
+    /// calls (named `node: call`) and output, as lifecycle events.
+    fn record(&mut self) {
+        let mut calls = Vec::new();
+        let mut stdout = Vec::new();
+        let mut stderr = Vec::new();
+        for node in &self.nodes {
+            let machine = &node.emulator.machine;
+            calls.extend(
+                machine
+                    .calls
+                    .iter()
+                    .map(|&(n, r)| (format!("{}: {}", node.name, syscall_name(n)), r)),
+            );
+            for (out, bytes) in [
+                (&mut stdout, &machine.kernel.stdout),
+                (&mut stderr, &machine.kernel.stderr),
+            ] {
+                if !bytes.is_empty() {
+                    out.extend_from_slice(format!("[{}]\n", node.name).as_bytes());
+                    out.extend_from_slice(bytes);
+                    if !bytes.ends_with(b"\n") {
+                        out.push(b'\n');
+                    }
+                }
+            }
+        }
+        crate::guest::record_output(&mut self.recorder, Some(&calls), &stdout, &stderr);
+    }
+}
+
+impl Executor for Cluster {
+    fn execute(&mut self, input: &[u8]) -> End {
+        self.region.view().reset(input, self.flags);
+        // SAFETY: the cells are owned by `self` and written only here,
+        // between the explorer's reads.
+        let edges = unsafe {
+            std::slice::from_raw_parts_mut(UnsafeCell::raw_get(self.edges.as_ptr()), EDGES)
+        };
+        edges.fill(0);
+        let end = self.run(edges);
+        if self.flags & (FLAG_EVENTS | FLAG_TRACE_SITES) != 0 {
+            self.record();
+        }
+        end
+    }
+
+    fn region(&self) -> RegionRef<'_> {
+        self.region.view()
+    }
+
+    fn catalog(&self) -> &[SiteInfo] {
+        &self.catalog
+    }
+
+    fn coverage(&mut self) -> Coverage<'_> {
+        // SAFETY: boxed cells owned by `self`, never resized; written only
+        // by runs.
+        let edges = unsafe { Map::from_raw_parts(UnsafeCell::raw_get(self.edges.as_ptr()), EDGES) };
+        Coverage {
+            edges,
+            decisions: region_map(&self.region),
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    fn set_flags(&mut self, flags: u64) {
+        self.flags = flags;
+    }
+
+    /// Runs end by their instruction budget; this is only a backstop.
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.backstop)
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) {
+        self.backstop = timeout;
+    }
+}
+
+/// Instructions a cluster's run may execute unless told (across nodes).
+pub const DEFAULT_CLUSTER_BUDGET: u64 = 4 * DEFAULT_BUDGET;

@@ -1,0 +1,193 @@
+//! Clusters on the emulator: programs on several nodes, one run, a
+//! network between them, crashes of a node and its restart; built with
+//! Debian's riscv64-linux-gnu-gcc (which .ci/run installs).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dst_executors::riscv::cluster::{Cluster, Config};
+use dst_executors::{End, Executor};
+
+mod common;
+use common::input;
+
+/// A scratch folder for this test process, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("dst-cluster-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Builds `examples/cluster/NAME.c` into `dir` as a static riscv64
+/// program; `None` (saying so) without the cross compiler.
+fn build(dir: &Path, name: &str, out: &str, flags: &[&str]) -> Option<PathBuf> {
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/cluster/{name}.c"));
+    let program = dir.join(out);
+    let built = Command::new("riscv64-linux-gnu-gcc")
+        .args(["-O1", "-g", "-static"])
+        .args(flags)
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
+        return None;
+    }
+    Some(program)
+}
+
+/// The register cluster of `examples/cluster/register.toml`, its server
+/// `server` (a program in `dir`).
+fn register(dir: &Path, server: &str) -> Cluster {
+    let file = dir.join(format!("{server}.toml"));
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cluster/register.toml");
+    let text = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("\"register-server\"", &format!("\"{server}\""));
+    std::fs::write(&file, text).unwrap();
+    Cluster::open(&file, 50_000_000).unwrap()
+}
+
+#[test]
+fn a_write_acknowledged_before_it_was_durable_is_lost_in_a_crash_found_and_replayed() {
+    let scratch = Scratch::new("register");
+    let dir = &scratch.0;
+    let (Some(_), Some(_), Some(_)) = (
+        build(dir, "register-server", "register-server", &[]),
+        build(dir, "register-server", "fixed-server", &["-DFIXED"]),
+        build(dir, "register-client", "register-client", &[]),
+    ) else {
+        return;
+    };
+    let mut cluster = register(dir, "register-server");
+    assert_eq!(cluster.names(), ["server", "client"]);
+    // Nominal: the client's five writes and its read cross the network.
+    assert_eq!(cluster.execute(&[]), End::Ok);
+    let client = cluster.machine(1);
+    assert_eq!(String::from_utf8_lossy(&client.kernel.stdout), "read 5\n");
+    let server = cluster.machine(0);
+    assert!(
+        server.calls.iter().any(|&(n, r)| n == 202 && r >= 0),
+        "the server accepted the client's connection"
+    );
+    assert!(
+        client.calls.iter().any(|&(n, r)| n == 203 && r == 0),
+        "the client's connect to the other node succeeded"
+    );
+    let nominal = cluster.machine(1).calls.clone();
+    assert_eq!(cluster.execute(&[]), End::Ok);
+    assert_eq!(cluster.machine(1).calls, nominal, "the same calls again");
+
+    let inputs: Vec<Vec<u8>> = (1u64..3000).map(|seed| input(seed, 256)).collect();
+    let failing = inputs
+        .iter()
+        .find(|input| cluster.execute(input) != End::Ok)
+        .expect("some run crashes the server between an acknowledgement and its sync");
+    let first = cluster.execute(failing);
+    let End::Crash(dst_kernel::Outcome::Crash { cause, message, .. }) = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(cause, "exit");
+    assert!(message.starts_with("node client: "), "{message}");
+    let server = cluster.machine(0);
+    assert!(
+        server
+            .calls
+            .iter()
+            .any(|&(n, _)| n == dst_executors::riscv::machine::CRASHED),
+        "the server crashed and restarted"
+    );
+    let stderr = String::from_utf8_lossy(&cluster.machine(1).kernel.stderr).into_owned();
+    assert!(stderr.starts_with("lost an acknowledged write"), "{stderr}");
+    let calls = (
+        cluster.machine(0).calls.clone(),
+        cluster.machine(1).calls.clone(),
+    );
+    assert_eq!(cluster.execute(failing), first, "the same on replay");
+    assert_eq!(
+        (
+            cluster.machine(0).calls.clone(),
+            cluster.machine(1).calls.clone()
+        ),
+        calls
+    );
+
+    // Durable before acknowledged: no input loses a write.
+    let mut fixed = register(dir, "fixed-server");
+    for input in &inputs {
+        assert_eq!(
+            fixed.execute(input),
+            End::Ok,
+            "{}",
+            String::from_utf8_lossy(&fixed.machine(1).kernel.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_cluster_file_that_is_wrong_is_one_line_naming_what() {
+    let scratch = Scratch::new("bad");
+    let dir = &scratch.0;
+    let bad = |name: &str, text: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        match Cluster::open(&file, 1_000_000) {
+            Ok(_) => panic!("{name} was taken"),
+            Err(e) => {
+                assert!(!e.contains('\n'), "one line: {e}");
+                e
+            }
+        }
+    };
+    let e = bad(
+        "unknown.toml",
+        "[[node]]\nname = \"a\"\nprogram = \"p\"\ncolour = \"red\"\n",
+    );
+    assert!(e.contains("colour"), "{e}");
+    let e = bad(
+        "missing.toml",
+        "[[node]]\nname = \"a\"\nprogram = \"nothing-here\"\n",
+    );
+    assert!(
+        e.starts_with("node a (") && e.contains("nothing-here"),
+        "{e}"
+    );
+    std::fs::write(dir.join("text"), "not a program").unwrap();
+    let e = bad("text.toml", "[[node]]\nname = \"a\"\nprogram = \"text\"\n");
+    assert!(e.contains("node a") && e.contains("ELF"), "{e}");
+    let e = bad(
+        "twice.toml",
+        "[[node]]\nname = \"a\"\nprogram = \"p\"\n[[node]]\nname = \"a\"\nprogram = \"p\"\n",
+    );
+    assert_eq!(e, "two nodes are named a");
+    let e = bad("empty.toml", "");
+    assert!(e.contains("node"), "{e}");
+    // And a good one reads.
+    let config: Config = Config::load(&{
+        let file = dir.join("good.toml");
+        std::fs::write(
+            &file,
+            "[[node]]\nname = \"a\"\nprogram = \"p\"\nargs = [\"1\"]\nenv = { K = \"v\" }\n\
+             workload = true\nfaults = false\n[network]\nlatency_us = 5\n",
+        )
+        .unwrap();
+        file
+    })
+    .unwrap();
+    assert_eq!(config.node[0].program, dir.join("p"));
+    assert!(config.node[0].workload && !config.node[0].faults);
+    assert_eq!(config.network.latency_us, 5);
+    assert_eq!(config.network.max_delay_us, 10_000);
+}
