@@ -213,6 +213,7 @@ struct Node {
 }
 
 /// What is on its way to a node.
+#[derive(Clone)]
 enum Cargo {
     Packet(Packet),
     /// The node at this address crashed: its connections are reset.
@@ -220,9 +221,22 @@ enum Cargo {
 }
 
 /// Something on its way: where it goes.
+#[derive(Clone)]
 struct Flight {
     to: usize,
     cargo: Cargo,
+}
+
+/// Where every run starts: the nodes' machines and the network's state
+/// (the snapshot after setup).
+struct Start {
+    machines: Vec<super::machine::Machine>,
+    states: Vec<State>,
+    now: u64,
+    flights: BTreeMap<(u64, u64), Flight>,
+    last: BTreeMap<(usize, usize), u64>,
+    sent: u64,
+    current: usize,
 }
 
 /// A cluster of programs on the emulator behind the one executor trait;
@@ -251,6 +265,10 @@ pub struct Cluster {
     current: usize,
     /// Instructions the run has executed, across its nodes.
     used: u64,
+    /// Where runs start.
+    start: Start,
+    /// While the cluster sets up: which nodes have been idle once.
+    setting_up: Option<Vec<bool>>,
 }
 
 impl Cluster {
@@ -325,7 +343,16 @@ impl Cluster {
             coverage_size: crate::inprocess::DECISION_COVERAGE,
             ..Layout::default()
         }));
-        Ok(Cluster {
+        let start = Start {
+            machines: nodes.iter().map(|n| n.emulator.loaded.clone()).collect(),
+            states: vec![State::Ready; nodes.len()],
+            now: 0,
+            flights: BTreeMap::new(),
+            last: BTreeMap::new(),
+            sent: 0,
+            current: nodes.len() - 1,
+        };
+        let mut cluster = Cluster {
             nodes,
             recorder: Recorder::new(Arc::clone(&region)),
             region,
@@ -342,7 +369,40 @@ impl Cluster {
             last: BTreeMap::new(),
             current: 0,
             used: 0,
-        })
+            start,
+            setting_up: None,
+        };
+        cluster.set_up();
+        Ok(cluster)
+    }
+
+    /// Runs the cluster on nominal decisions until every node has been
+    /// idle once (all of its threads waiting: a server in `accept` or its
+    /// event loop, a client for its first answer), and makes that moment
+    /// where every run starts, so the runtimes' start-up is not paid per
+    /// run. A cluster whose run ends before that starts each run from the
+    /// programs' start.
+    fn set_up(&mut self) {
+        self.region.view().reset(&[], 0);
+        self.setting_up = Some(vec![false; self.nodes.len()]);
+        let mut edges = vec![0u8; EDGES];
+        let end = self.run(&mut edges);
+        let idled = self.setting_up.take();
+        if end.is_none() && idled.is_some_and(|idled| idled.iter().all(|&i| i)) {
+            self.start = Start {
+                machines: self
+                    .nodes
+                    .iter()
+                    .map(|n| n.emulator.machine.clone())
+                    .collect(),
+                states: self.nodes.iter().map(|n| n.state).collect(),
+                now: self.now,
+                flights: self.flights.clone(),
+                last: self.last.clone(),
+                sent: self.sent,
+                current: self.current,
+            };
+        }
     }
 
     /// [`Cluster::new`] from the cluster file at `path`.
@@ -522,6 +582,9 @@ impl Cluster {
             }
             Exit::Idle { until } => {
                 node.state = State::Idle(until);
+                if let Some(idled) = &mut self.setting_up {
+                    idled[i] = true;
+                }
                 None
             }
             Exit::Status(0) => {
@@ -549,21 +612,30 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// One run from every node's snapshot; see the module docs.
-    fn run(&mut self, edges: &mut [u8]) -> End {
-        self.now = 0;
-        self.flights.clear();
-        self.last.clear();
-        self.sent = 0;
-        self.current = self.nodes.len() - 1;
+    /// One run from where runs start; see the module docs. `None` while
+    /// setting up, when every node has been idle once.
+    fn run(&mut self, edges: &mut [u8]) -> Option<End> {
+        let start = &self.start;
+        self.now = start.now;
+        self.flights.clone_from(&start.flights);
+        self.last.clone_from(&start.last);
+        self.sent = start.sent;
+        self.current = start.current;
         self.used = 0;
-        for node in &mut self.nodes {
-            node.emulator.machine.clone_from(&node.emulator.loaded);
-            node.state = State::Ready;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            node.emulator.machine.clone_from(&start.machines[i]);
+            node.state = start.states[i];
         }
         loop {
             if self.done() {
-                return End::Ok;
+                return Some(End::Ok);
+            }
+            if self
+                .setting_up
+                .as_ref()
+                .is_some_and(|idled| idled.iter().all(|&i| i))
+            {
+                return None;
             }
             self.arrive();
             let n = self.nodes.len();
@@ -578,11 +650,11 @@ impl Cluster {
                         self.now = at;
                         continue;
                     }
-                    None => return self.stuck(),
+                    None => return Some(self.stuck()),
                 }
             }
             if self.used >= self.budget {
-                return End::Timeout;
+                return Some(End::Timeout);
             }
             let i = match ready.len() {
                 1 => ready[0],
@@ -601,7 +673,7 @@ impl Cluster {
             self.current = i;
             let limit = SLICE.min(self.budget - self.used);
             if let Some(end) = self.run_node(i, limit, edges) {
-                return end;
+                return Some(end);
             }
         }
     }
@@ -673,7 +745,7 @@ impl Executor for Cluster {
             std::slice::from_raw_parts_mut(UnsafeCell::raw_get(self.edges.as_ptr()), EDGES)
         };
         edges.fill(0);
-        let end = self.run(edges);
+        let end = self.run(edges).expect("only setup stops early");
         if self.flags & (FLAG_EVENTS | FLAG_TRACE_SITES) != 0 {
             self.record();
         }
