@@ -191,3 +191,56 @@ fn a_cluster_file_that_is_wrong_is_one_line_naming_what() {
     assert_eq!(config.network.latency_us, 5);
     assert_eq!(config.network.max_delay_us, 10_000);
 }
+
+#[test]
+fn a_go_client_s_retry_that_is_not_idempotent_counts_twice_after_a_slow_answer() {
+    // examples/cluster/counter: net/http on both nodes, the client finding
+    // the server by its name in /etc/hosts.
+    let scratch = Scratch::new("counter");
+    let dir = &scratch.0;
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cluster/counter");
+    let (Some(server), Some(client)) = (
+        common::build_go(&example.join("server.go"), "counter-server"),
+        common::build_go(&example.join("client.go"), "counter-client"),
+    ) else {
+        return;
+    };
+    std::fs::copy(&server, dir.join("server")).unwrap();
+    std::fs::copy(&client, dir.join("client")).unwrap();
+    let file = dir.join("counter.toml");
+    std::fs::copy(example.join("counter.toml"), &file).unwrap();
+    let mut cluster = Cluster::open(&file, 100_000_000).unwrap();
+    assert_eq!(
+        cluster.execute(&[]),
+        End::Ok,
+        "{}",
+        String::from_utf8_lossy(&cluster.machine(1).kernel.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&cluster.machine(1).kernel.stdout),
+        "value 10\n"
+    );
+    // One fault decision struck at a time (a delayed packet, a clock
+    // jump), past the stream's seed: some makes an answer slower than
+    // the client's timeout, and the retry adds again.
+    let failing = (0..400)
+        .map(|at| {
+            let mut input = vec![0u8; 8 + at + 1];
+            input[8 + at] = 0xFF;
+            input
+        })
+        .find(|input| cluster.execute(input) != End::Ok)
+        .expect("one fault makes the client count twice");
+    let first = cluster.execute(&failing);
+    let End::Crash(dst_kernel::Outcome::Crash { message, .. }) = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(message, "node client: the program exited with status 1");
+    assert_eq!(
+        String::from_utf8_lossy(&cluster.machine(1).kernel.stderr),
+        "counted 11 additions for 10\n"
+    );
+    let calls = cluster.machine(1).calls.clone();
+    assert_eq!(cluster.execute(&failing), first, "the same on replay");
+    assert_eq!(cluster.machine(1).calls, calls);
+}

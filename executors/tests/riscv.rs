@@ -734,38 +734,10 @@ fn signal_handlers_run_on_their_stack_and_return_and_a_fault_reaches_its_handler
     assert_eq!(returns, 2, "two handlers returned, the third jumped out");
 }
 
-/// Builds `executors/tests/go/NAME.go` for riscv64 with Go (static, no
-/// cgo); `None` (saying so) without `go`, unless `DST_REQUIRE_GO` is set
-/// (CI installs Debian's golang-go and sets it).
+/// Builds `executors/tests/go/NAME.go` (see [`common::build_go`]).
 fn build_go(name: &str) -> Option<PathBuf> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/go/{name}.go"));
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let program = tmp.join(format!("go-{name}-{}", std::process::id()));
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&program)
-        .arg(&source)
-        .env("CGO_ENABLED", "0")
-        .env("GOARCH", "riscv64")
-        .env("GOOS", "linux")
-        .env("GOCACHE", tmp.join("go-cache"))
-        .env("GOPATH", tmp.join("go-path"))
-        .env("GO111MODULE", "off")
-        .status();
-    match built {
-        Ok(status) => {
-            assert!(status.success(), "go build {name}.go failed");
-            Some(program)
-        }
-        Err(_) => {
-            assert!(
-                std::env::var_os("DST_REQUIRE_GO").is_none(),
-                "DST_REQUIRE_GO is set but go is not installed"
-            );
-            eprintln!("skipped: go is not installed (Debian: golang-go)");
-            None
-        }
-    }
+    common::build_go(&source, name)
 }
 
 #[test]

@@ -14,3 +14,37 @@ pub fn input(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Builds the Go program `source` for riscv64 with Go (static, no cgo)
+/// as `name`; `None` (saying so) without `go`, unless `DST_REQUIRE_GO`
+/// is set (CI installs Debian's golang-go and sets it).
+#[allow(dead_code)] // not every test crate builds Go
+pub fn build_go(source: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let program = tmp.join(format!("go-{name}-{}", std::process::id()));
+    let built = std::process::Command::new("go")
+        .args(["build", "-o"])
+        .arg(&program)
+        .arg(source)
+        .env("CGO_ENABLED", "0")
+        .env("GOARCH", "riscv64")
+        .env("GOOS", "linux")
+        .env("GOCACHE", tmp.join("go-cache"))
+        .env("GOPATH", tmp.join("go-path"))
+        .env("GO111MODULE", "off")
+        .status();
+    match built {
+        Ok(status) => {
+            assert!(status.success(), "go build {} failed", source.display());
+            Some(program)
+        }
+        Err(_) => {
+            assert!(
+                std::env::var_os("DST_REQUIRE_GO").is_none(),
+                "DST_REQUIRE_GO is set but go is not installed"
+            );
+            eprintln!("skipped: go is not installed (Debian: golang-go)");
+            None
+        }
+    }
+}
