@@ -244,3 +244,77 @@ fn a_go_client_s_retry_that_is_not_idempotent_counts_twice_after_a_slow_answer()
     assert_eq!(cluster.execute(&failing), first, "the same on replay");
     assert_eq!(cluster.machine(1).calls, calls);
 }
+
+/// The heartbeat cluster (`tests/cluster/heartbeat.c` on two nodes) with
+/// `faults` as its `[faults]` section, the server's own `faults` on.
+fn heartbeat(dir: &Path, program: &Path, name: &str, faults: &str) -> Cluster {
+    let file = dir.join(format!("{name}.toml"));
+    let program = program.display();
+    std::fs::write(
+        &file,
+        format!(
+            "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"9000\"]\n\n\
+             [[node]]\nname = \"client\"\nprogram = \"{program}\"\n\
+             args = [\"client\", \"10.0.0.1\", \"9000\"]\nworkload = true\nfaults = false\n\n\
+             [network]\nmax_delay_us = 0\n\n[faults]\n{faults}\n"
+        ),
+    )
+    .unwrap();
+    Cluster::open(&file, 50_000_000).unwrap()
+}
+
+#[test]
+fn a_partition_and_a_pause_each_cut_a_heartbeat_and_replay() {
+    let scratch = Scratch::new("heartbeat");
+    let dir = &scratch.0;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/heartbeat.c");
+    let program = dir.join("heartbeat");
+    let built = Command::new("riscv64-linux-gnu-gcc")
+        .args(["-O1", "-g", "-static"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
+        return;
+    }
+    let inputs: Vec<Vec<u8>> = (1u64..400).map(|seed| input(seed, 64)).collect();
+    for (name, faults) in [
+        ("partition", "period_ms = 20\npauses = false"),
+        ("pause", "period_ms = 20\npartitions = false"),
+    ] {
+        let mut cluster = heartbeat(dir, &program, name, faults);
+        assert_eq!(cluster.execute(&[]), End::Ok, "{name}: nominal");
+        assert_eq!(
+            String::from_utf8_lossy(&cluster.machine(1).kernel.stdout),
+            "20 pongs\n"
+        );
+        let failing = inputs
+            .iter()
+            .find(|input| cluster.execute(input) != End::Ok)
+            .unwrap_or_else(|| panic!("{name}: some round cuts the heartbeat"));
+        let first = cluster.execute(failing);
+        let End::Crash(dst_kernel::Outcome::Crash { message, .. }) = &first else {
+            panic!("{name}: {first:?}")
+        };
+        assert_eq!(message, "node client: the program exited with status 1");
+        let stderr = String::from_utf8_lossy(&cluster.machine(1).kernel.stderr).into_owned();
+        assert!(
+            stderr.starts_with("no pong within 50 ms"),
+            "{name}: {stderr}"
+        );
+        let calls = cluster.machine(1).calls.clone();
+        assert_eq!(
+            cluster.execute(failing),
+            first,
+            "{name}: the same on replay"
+        );
+        assert_eq!(cluster.machine(1).calls, calls);
+    }
+    // Without rounds, nothing cuts it.
+    let mut calm = heartbeat(dir, &program, "calm", "period_ms = 0");
+    for input in &inputs {
+        assert_eq!(calm.execute(input), End::Ok);
+    }
+}

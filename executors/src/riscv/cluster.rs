@@ -23,6 +23,12 @@
 //! [network]
 //! latency_us = 100       # every packet's nominal latency
 //! max_delay_us = 10000   # what a delayed packet may take on top
+//!
+//! [faults]
+//! period_ms = 100        # the nemesis's rounds, in virtual time (0: none)
+//! partitions = true      # a round may cut links (healed 1-8 rounds later)
+//! pauses = true          # a round may pause a node whose faults are on
+//! max_skew_ms = 0        # a node's realtime clock offset, either way
 //! ```
 //!
 //! Node `i` has the address 10.0.0.`i+1`; every node's `/etc/hosts` names
@@ -42,6 +48,13 @@
 //!   (`crate::linux::net`) take the world's latency, and may be delayed
 //!   (`sim: message delayed`: reordered for datagrams, in order for a
 //!   stream, which TCP keeps); datagrams may be dropped or duplicated.
+//! - **The nemesis** (`dst::world::nemesis`): every `period_ms` of virtual
+//!   time a round may partition the network (one node isolated, two
+//!   sides, or one direction of one link: a stream's packets on a cut link
+//!   wait for the heal, as TCP retransmits; datagrams are lost) and pause
+//!   a node whose `faults` are on (it does not run; what arrives waits in
+//!   its kernel), each healed after 1 to 8 rounds. A node's realtime
+//!   clock may be offset by up to `max_skew_ms` (decided per run).
 //! - **Crashes**: a node whose `faults` are on may crash where the world
 //!   decides (`sim: node crash`, before a call that changes or syncs its
 //!   files, or before it exits), losing what its file system had not made
@@ -86,6 +99,44 @@ pub struct Config {
     pub node: Vec<NodeConfig>,
     #[serde(default)]
     pub network: NetworkConfig,
+    #[serde(default)]
+    pub faults: FaultsConfig,
+}
+
+/// The `[faults]` of a cluster file: the nemesis's rounds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsConfig {
+    /// Virtual milliseconds between two rounds of the nemesis (0: none).
+    #[serde(default = "period_ms")]
+    pub period_ms: u64,
+    /// Whether a round may partition the network (heals after 1 to 8
+    /// rounds; a stream's packets wait for the heal, datagrams are lost).
+    #[serde(default = "yes")]
+    pub partitions: bool,
+    /// Whether a round may pause a node whose `faults` are on (it runs
+    /// again after 1 to 8 rounds).
+    #[serde(default = "yes")]
+    pub pauses: bool,
+    /// The largest offset of a node's realtime clock, either way, in
+    /// milliseconds (decided per node and run; 0: no skew).
+    #[serde(default)]
+    pub max_skew_ms: u64,
+}
+
+fn period_ms() -> u64 {
+    100
+}
+
+impl Default for FaultsConfig {
+    fn default() -> FaultsConfig {
+        FaultsConfig {
+            period_ms: period_ms(),
+            partitions: true,
+            pauses: true,
+            max_skew_ms: 0,
+        }
+    }
 }
 
 /// One `[[node]]` of a cluster file.
@@ -223,8 +274,16 @@ enum Cargo {
 /// Something on its way: where it goes.
 #[derive(Clone)]
 struct Flight {
+    from: usize,
     to: usize,
     cargo: Cargo,
+}
+
+/// What a nemesis round did, undone later.
+#[derive(Clone, Copy)]
+enum Heal {
+    Partition(u64),
+    Pause,
 }
 
 /// Where every run starts: the nodes' machines and the network's state
@@ -237,6 +296,21 @@ struct Start {
     last: BTreeMap<(usize, usize), u64>,
     sent: u64,
     current: usize,
+}
+
+/// The nemesis's state in a run: cut links, paused nodes, what heals when.
+#[derive(Default)]
+struct Nemesis {
+    links: dst::world::net::Links,
+    /// Stream packets waiting for a cut link to heal, in the order sent.
+    held: Vec<Flight>,
+    /// Until when each node is paused (0: not).
+    paused: Vec<u64>,
+    /// What heals at which time (time, order).
+    heals: BTreeMap<(u64, u64), Heal>,
+    /// The next round's time (`u64::MAX`: none).
+    next_round: u64,
+    rounds: u64,
 }
 
 /// A cluster of programs on the emulator behind the one executor trait;
@@ -267,6 +341,10 @@ pub struct Cluster {
     used: u64,
     /// Where runs start.
     start: Start,
+    faults: FaultsConfig,
+    /// Which nodes may be paused (their `faults` are on).
+    pausable: Vec<bool>,
+    nemesis: Nemesis,
     /// While the cluster sets up: which nodes have been idle once.
     setting_up: Option<Vec<bool>>,
 }
@@ -370,6 +448,9 @@ impl Cluster {
             current: 0,
             used: 0,
             start,
+            faults: config.faults.clone(),
+            pausable: config.node.iter().map(|n| n.faults).collect(),
+            nemesis: Nemesis::default(),
             setting_up: None,
         };
         cluster.set_up();
@@ -479,7 +560,72 @@ impl Cluster {
             *last = at;
         }
         self.sent += 1;
-        self.flights.insert((at, self.sent), Flight { to, cargo });
+        self.flights
+            .insert((at, self.sent), Flight { from, to, cargo });
+    }
+
+    /// Whether `cargo` on a link that is cut waits for the heal (a
+    /// stream's packets, resets) rather than being lost (datagrams).
+    fn waits(cargo: &Cargo) -> bool {
+        match cargo {
+            Cargo::Packet(packet) => packet.segment.is_stream(),
+            Cargo::Reset(_) => true,
+        }
+    }
+
+    /// One round of the nemesis: a partition, a pause (each maybe), and
+    /// when each heals.
+    fn round(&mut self) {
+        let nemesis = &mut self.nemesis;
+        nemesis.rounds += 1;
+        let period = self.faults.period_ms * 1_000_000;
+        let n = self.nodes.len() as u32;
+        if let Some(links) =
+            dst::world::nemesis::partition(&mut self.recorder, self.faults.partitions, n)
+        {
+            let id = nemesis.rounds;
+            nemesis.links.cut(id, links);
+            let at = self.now + dst::world::nemesis::heal_after(&mut self.recorder, period);
+            nemesis.heals.insert((at, id), Heal::Partition(id));
+        }
+        let up: Vec<u32> = (0..self.nodes.len())
+            .filter(|&i| self.pausable[i] && self.nodes[i].state != State::Exited)
+            .filter(|&i| nemesis.paused[i] <= self.now)
+            .map(|i| i as u32)
+            .collect();
+        if let Some(node) = dst::world::nemesis::pause(&mut self.recorder, self.faults.pauses, &up)
+        {
+            let at = self.now + dst::world::nemesis::heal_after(&mut self.recorder, period);
+            nemesis.paused[node as usize] = at;
+            nemesis
+                .heals
+                .insert((at, u64::MAX - nemesis.rounds), Heal::Pause);
+        }
+    }
+
+    /// Heals what is due: partitions lifted (what waited on their links
+    /// leaves again), paused nodes run again.
+    fn heal(&mut self) {
+        while let Some(entry) = self.nemesis.heals.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            match entry.remove() {
+                Heal::Partition(id) => {
+                    self.nemesis.links.heal(id);
+                    let held = std::mem::take(&mut self.nemesis.held);
+                    for flight in held {
+                        let (from, to) = (flight.from as u32, flight.to as u32);
+                        if self.nemesis.links.blocked(from, to) {
+                            self.nemesis.held.push(flight);
+                        } else {
+                            self.fly(flight.from, flight.to, flight.cargo, self.latency);
+                        }
+                    }
+                }
+                Heal::Pause => {}
+            }
+        }
     }
 
     /// Hands every packet due by now to its node, which may run again.
@@ -488,7 +634,19 @@ impl Cluster {
             if entry.key().0 > self.now {
                 break;
             }
-            let Flight { to, cargo } = entry.remove();
+            let flight = entry.remove();
+            if self
+                .nemesis
+                .links
+                .blocked(flight.from as u32, flight.to as u32)
+            {
+                // A cut link: a stream's packets wait for the heal.
+                if Cluster::waits(&flight.cargo) {
+                    self.nemesis.held.push(flight);
+                }
+                continue;
+            }
+            let Flight { to, cargo, .. } = flight;
             let node = &mut self.nodes[to];
             if node.state == State::Exited {
                 continue;
@@ -526,7 +684,10 @@ impl Cluster {
                 _ => None,
             })
             .min();
-        arrival.into_iter().chain(deadline).min()
+        let heal = self.nemesis.heals.keys().next().map(|&(at, _)| at);
+        let next = arrival.into_iter().chain(deadline).chain(heal).min()?;
+        // A round comes first if it is due before: it may cut or pause.
+        Some(next.min(self.nemesis.next_round))
     }
 
     /// Whether the run's work is done: every workload node exited (every
@@ -626,6 +787,23 @@ impl Cluster {
             node.emulator.machine.clone_from(&start.machines[i]);
             node.state = start.states[i];
         }
+        let period = self.faults.period_ms * 1_000_000;
+        self.nemesis = Nemesis {
+            paused: vec![0; self.nodes.len()],
+            next_round: match (period, &self.setting_up) {
+                (0, _) | (_, Some(_)) => u64::MAX,
+                _ => self.now + period,
+            },
+            ..Nemesis::default()
+        };
+        if self.setting_up.is_none() && self.faults.max_skew_ms > 0 {
+            for node in &mut self.nodes {
+                node.emulator.machine.skew = dst::world::clock::skew(
+                    &mut self.recorder,
+                    self.faults.max_skew_ms * 1_000_000,
+                );
+            }
+        }
         loop {
             if self.done() {
                 return Some(End::Ok);
@@ -637,11 +815,17 @@ impl Cluster {
             {
                 return None;
             }
+            while self.now >= self.nemesis.next_round {
+                self.round();
+                self.nemesis.next_round += period;
+            }
+            self.heal();
             self.arrive();
             let n = self.nodes.len();
             let ready: Vec<usize> = (1..=n)
                 .map(|k| (self.current + k) % n)
                 .filter(|&i| self.nodes[i].state == State::Ready)
+                .filter(|&i| self.nemesis.paused[i] <= self.now)
                 .collect();
             if ready.is_empty() {
                 match self.next_event() {

@@ -126,6 +126,9 @@ pub struct Machine {
     pub now: u64,
     /// Instructions retired when `now` last took them into account.
     timed: u64,
+    /// The node's realtime clock's offset from the world's (a cluster's
+    /// clock skew), in nanoseconds.
+    pub skew: i64,
     /// The running thread's registers.
     pub cpu: Cpu,
     pub memory: Memory,
@@ -238,6 +241,7 @@ impl Machine {
         let mut machine = Machine {
             now: 0,
             timed: 0,
+            skew: 0,
             cpu: Cpu::default(),
             memory,
             kernel: Kernel::new(brk),
@@ -593,7 +597,12 @@ impl Machine {
             278 => self.random(a0, a1), // getrandom
             113 => {
                 // clock_gettime(clock, timespec): virtual time
-                let now = self.tick() + if a0 == 0 { EPOCH_NS } else { 0 };
+                let now = self.tick()
+                    + if a0 == 0 {
+                        EPOCH_NS.saturating_add_signed(self.skew)
+                    } else {
+                        0
+                    };
                 let mut spec = [0u8; 16];
                 spec[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
                 spec[8..].copy_from_slice(&(now % 1_000_000_000).to_le_bytes());
@@ -604,7 +613,7 @@ impl Machine {
             }
             169 => {
                 // gettimeofday(tv, tz): virtual time
-                let now = self.tick() + EPOCH_NS;
+                let now = self.tick() + EPOCH_NS.saturating_add_signed(self.skew);
                 let mut tv = [0u8; 16];
                 tv[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
                 tv[8..].copy_from_slice(&(now % 1_000_000_000 / 1_000).to_le_bytes());
