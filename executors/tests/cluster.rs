@@ -318,3 +318,74 @@ fn a_partition_and_a_pause_each_cut_a_heartbeat_and_replay() {
         assert_eq!(calm.execute(input), End::Ok);
     }
 }
+
+#[test]
+fn a_history_the_workload_writes_is_checked_for_linearizability_after_each_run() {
+    let scratch = Scratch::new("history");
+    let dir = &scratch.0;
+    let (Some(_), Some(_), Some(_)) = (
+        build(dir, "register-server", "register-server", &[]),
+        build(dir, "register-server", "fixed-server", &["-DFIXED"]),
+        build(dir, "register-client", "register-client", &[]),
+    ) else {
+        return;
+    };
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cluster/register-history.toml");
+    let open = |server: &str| {
+        let file = dir.join(format!("{server}-history.toml"));
+        let text = std::fs::read_to_string(&example)
+            .unwrap()
+            .replace("\"register-server\"", &format!("\"{server}\""));
+        std::fs::write(&file, text).unwrap();
+        Cluster::open(&file, 50_000_000).unwrap()
+    };
+    let mut cluster = open("register-server");
+    let property = cluster.catalog().len() - 1;
+    assert_eq!(
+        cluster.catalog()[property].message,
+        "/history.jsonl is linearizable (register model)"
+    );
+    let failed = |cluster: &Cluster| {
+        cluster
+            .region()
+            .header()
+            .first_failure
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert_eq!(cluster.execute(&[]), End::Ok);
+    assert_eq!(failed(&cluster), 0, "the nominal history is linearizable");
+    let history = cluster
+        .machine(1)
+        .kernel
+        .file_contents("/history.jsonl")
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&history).lines().count(), 12);
+    let inputs: Vec<Vec<u8>> = (1u64..800).map(|seed| input(seed, 256)).collect();
+    let failing = inputs
+        .iter()
+        .find(|input| {
+            let end = cluster.execute(input);
+            assert_eq!(
+                end,
+                End::Ok,
+                "the client leaves the judgement to the history"
+            );
+            failed(&cluster) != 0
+        })
+        .expect("some run's history reads a write that was lost");
+    cluster.execute(failing);
+    assert_eq!(
+        failed(&cluster),
+        property as u64 + 1,
+        "the history's property"
+    );
+    let stdout = String::from_utf8_lossy(&cluster.machine(1).kernel.stdout).into_owned();
+    assert_ne!(stdout, "read 5\n", "the read missed the last write");
+    // Durable before acknowledged: every history is linearizable.
+    let mut fixed = open("fixed-server");
+    for input in &inputs {
+        assert_eq!(fixed.execute(input), End::Ok);
+        assert_eq!(failed(&fixed), 0);
+    }
+}

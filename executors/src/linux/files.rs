@@ -470,6 +470,14 @@ impl Kernel {
             write,
             append: flags & O_APPEND != 0,
         };
+        let world = self
+            .world_files
+            .iter()
+            .any(|path| self.fs.resolve(ROOT, path) == Ok(ino));
+        if world && !self.world_inos.contains(&ino) {
+            self.world_inos.push(ino);
+            self.keep_durable(ino);
+        }
         self.install(File::Disk(disk), nonblock)
     }
 
@@ -543,9 +551,29 @@ impl Kernel {
             offset
         };
         match self.fs.write(d.ino, at, &bytes, now) {
-            Ok(()) => (bytes.len() as i64, at + bytes.len() as u64),
+            Ok(()) => {
+                if self.world_inos.contains(&d.ino) {
+                    self.keep_durable(d.ino);
+                }
+                (bytes.len() as i64, at + bytes.len() as u64)
+            }
             Err(e) => (errno(e), offset),
         }
+    }
+
+    /// A file of the world's: its data and its name durable now.
+    fn keep_durable(&mut self, ino: Ino) {
+        let _ = self.fs.sync(ino);
+        if let Ok(parent) = self.fs.parent(ino) {
+            let _ = self.fs.sync(parent);
+        }
+    }
+
+    /// The contents of the file at absolute `path`, if there is one.
+    pub fn file_contents(&self, path: &str) -> Option<Vec<u8>> {
+        let ino = self.fs.resolve(ROOT, path).ok()?;
+        let size = self.fs.stat(ino).ok()?.size;
+        self.fs.read(ino, 0, size as usize).ok().map(<[u8]>::to_vec)
     }
 
     fn getdents(&mut self, guest: &mut impl Guest, fd: u64, buf: u64, len: u64) -> i64 {

@@ -178,6 +178,12 @@ pub struct Kernel {
     /// The node has a disk (it was given files): the world may crash it
     /// at a call that touches them ([`Kernel::crash_point`]).
     pub crashable: bool,
+    /// Paths of files that belong to the world, not to the node (a
+    /// workload's history): every write to them is durable at once, so no
+    /// crash loses a line.
+    pub world_files: Vec<String>,
+    /// The open files of `world_files`, by inode.
+    world_inos: Vec<dst::world::fs::Ino>,
 }
 
 fn align(value: u64, to: u64) -> u64 {
@@ -216,6 +222,8 @@ impl Kernel {
             fs: Default::default(),
             cwd: dst::world::fs::ROOT,
             crashable: false,
+            world_files: Vec::new(),
+            world_inos: Vec::new(),
         }
     }
 

@@ -24,6 +24,10 @@
 //! latency_us = 100       # every packet's nominal latency
 //! max_delay_us = 10000   # what a delayed packet may take on top
 //!
+//! [check]
+//! history = "/history.jsonl"  # what workloads append to (JSON lines)
+//! model = "register"          # register, kv, queue or set
+//!
 //! [faults]
 //! period_ms = 100        # the nemesis's rounds, in virtual time (0: none)
 //! partitions = true      # a round may cut links (healed 1-8 rounds later)
@@ -60,6 +64,14 @@
 //!   files, or before it exits), losing what its file system had not made
 //!   durable; it restarts from its program's start, and its peers'
 //!   connections to it are reset.
+//!
+//! **Histories as properties**: with a `[check]` section, the file it
+//! names belongs to the world in every node (each write durable at once:
+//! a crash loses no line), and at the end of every run that ended
+//! otherwise well the lines of every node's file are checked for
+//! linearizability against the model (`dst-oracles`): a violation is the
+//! cluster's own property (`Always`, last in its catalog), failing with
+//! the explanation (the operations that cannot be ordered) as details.
 //!
 //! The run ends when every workload node has exited (or, with none, when
 //! every node has), or when nothing can happen any more: every thread of
@@ -101,6 +113,22 @@ pub struct Config {
     pub network: NetworkConfig,
     #[serde(default)]
     pub faults: FaultsConfig,
+    /// Histories to check at the end of every run.
+    pub check: Option<CheckConfig>,
+}
+
+/// The `[check]` of a cluster file: a history the workload writes, and
+/// the model it must be linearizable against.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckConfig {
+    /// The history's path in each node's file system (JSON lines, the
+    /// format `dst-oracles` reads, each line with its `time`): the file
+    /// belongs to the world, every write to it durable at once, and the
+    /// lines of every node's file are checked together.
+    pub history: String,
+    /// `register`, `kv`, `queue` or `set`.
+    pub model: String,
 }
 
 /// The `[faults]` of a cluster file: the nemesis's rounds.
@@ -220,6 +248,15 @@ impl Config {
 
     /// Names unique and usable as host names, and a node at least.
     fn check(&self) -> Result<(), String> {
+        if let Some(check) = &self.check {
+            check.model.parse::<dst_oracles::ModelName>()?;
+            if !check.history.starts_with('/') {
+                return Err(format!(
+                    "[check] history {:?}: an absolute path in the nodes' file systems",
+                    check.history
+                ));
+            }
+        }
         if self.node.is_empty() {
             return Err("a cluster needs a [[node]] at least".into());
         }
@@ -298,6 +335,14 @@ struct Start {
     current: usize,
 }
 
+/// A history every run is checked against: its path, model and property.
+struct History {
+    path: String,
+    model: dst_oracles::ModelName,
+    /// The property's index in the cluster's catalog.
+    index: usize,
+}
+
 /// The nemesis's state in a run: cut links, paused nodes, what heals when.
 #[derive(Default)]
 struct Nemesis {
@@ -342,6 +387,8 @@ pub struct Cluster {
     /// Where runs start.
     start: Start,
     faults: FaultsConfig,
+    /// The history to check after each run.
+    history: Option<History>,
     /// Which nodes may be paused (their `faults` are on).
     pausable: Vec<bool>,
     nemesis: Nemesis,
@@ -399,6 +446,9 @@ impl Cluster {
             loaded.threads.idle_exit = true;
             loaded.kernel.net.ip = Some(ip);
             loaded.kernel.crashable = node.faults;
+            if let Some(check) = &config.check {
+                loaded.kernel.world_files.push(check.history.clone());
+            }
             loaded
                 .kernel
                 .put_file("/etc/hosts", hosts.as_bytes())
@@ -416,6 +466,28 @@ impl Cluster {
                 workload: node.workload,
             });
         }
+        let history = config.check.as_ref().map(|check| {
+            let message = format!("{} is linearizable ({} model)", check.history, check.model);
+            let site = SiteInfo {
+                index: catalog.len() as u32,
+                kind: dst::catalog::Kind::Always,
+                condition: "linearizable".into(),
+                location: dst::catalog::Location {
+                    file: check.history.clone(),
+                    line: 0,
+                    column: 0,
+                    module: "dst cluster".into(),
+                },
+                id: dst::hash::fnv32(message.as_bytes()),
+                message,
+            };
+            catalog.push(site);
+            History {
+                path: check.history.clone(),
+                model: check.model.parse().expect("checked when read"),
+                index: catalog.len() - 1,
+            }
+        });
         let region = Arc::new(Region::new(Layout {
             sites_capacity: catalog.len(),
             coverage_size: crate::inprocess::DECISION_COVERAGE,
@@ -449,6 +521,7 @@ impl Cluster {
             used: 0,
             start,
             faults: config.faults.clone(),
+            history,
             pausable: config.node.iter().map(|n| n.faults).collect(),
             nemesis: Nemesis::default(),
             setting_up: None,
@@ -889,6 +962,57 @@ impl Cluster {
         End::Ok
     }
 
+    /// Checks the run's history (every node's lines of it, together)
+    /// against its model: the cluster's property, passing or failing with
+    /// the explanation.
+    fn check_history(&mut self) {
+        let Some(history) = &self.history else {
+            return;
+        };
+        let mut text = String::new();
+        for node in &self.nodes {
+            if let Some(bytes) = node.emulator.machine.kernel.file_contents(&history.path) {
+                text.push_str(&String::from_utf8_lossy(&bytes));
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        let options = dst_oracles::CheckOptions::default();
+        let (linearizable, details) = match dst_oracles::lincheck_str(
+            history.model,
+            &text,
+            Some(dst_oracles::Format::Jsonl),
+            &options,
+        ) {
+            Ok(report) if report.verdict.is_violation() => {
+                let lines: Vec<String> = report.to_string().lines().map(str::to_string).collect();
+                let details = serde_json::json!({
+                    "history": history.path,
+                    "model": history.model.name(),
+                    "operations": report.operations,
+                    "violation": lines,
+                });
+                (false, details.to_string())
+            }
+            Ok(_) => (true, String::new()),
+            Err(e) => (
+                false,
+                serde_json::json!({ "history": history.path, "unreadable": e.to_string() })
+                    .to_string(),
+            ),
+        };
+        let kind = dst::catalog::Kind::Always;
+        if self
+            .recorder
+            .evaluate(history.index, kind, linearizable, f64::NAN)
+            .report()
+        {
+            self.recorder
+                .report(history.index, linearizable, Some(details));
+        }
+    }
+
     /// After a run traced or recorded with events: each node's system
     /// calls (named `node: call`) and output, as lifecycle events.
     fn record(&mut self) {
@@ -930,6 +1054,9 @@ impl Executor for Cluster {
         };
         edges.fill(0);
         let end = self.run(edges).expect("only setup stops early");
+        if end == End::Ok {
+            self.check_history();
+        }
         if self.flags & (FLAG_EVENTS | FLAG_TRACE_SITES) != 0 {
             self.record();
         }
