@@ -317,6 +317,33 @@ fn a_partition_and_a_pause_each_cut_a_heartbeat_and_replay() {
     for input in &inputs {
         assert_eq!(calm.execute(input), End::Ok);
     }
+    // A server bound to 127.0.0.1 is not reached from another node (the
+    // client's connect is refused: its status 5), one bound to its own
+    // address is.
+    for (address, status) in [("127.0.0.1", Some(5)), ("10.0.0.1", None)] {
+        let file = dir.join("bound.toml");
+        let text = std::fs::read_to_string(dir.join("calm.toml"))
+            .unwrap()
+            .replace(
+                "[\"server\", \"9000\"]",
+                &format!("[\"server\", \"9000\", \"{address}\"]"),
+            );
+        assert!(text.contains(address));
+        std::fs::write(&file, text).unwrap();
+        let end = Cluster::open(&file, 50_000_000).unwrap().execute(&[]);
+        match status {
+            Some(code) => assert_eq!(
+                end,
+                End::crash(
+                    "exit",
+                    format!("node client: the program exited with status {code}"),
+                    None
+                ),
+                "bound to {address}"
+            ),
+            None => assert_eq!(end, End::Ok, "bound to {address}"),
+        }
+    }
 }
 
 #[test]

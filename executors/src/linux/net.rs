@@ -124,16 +124,26 @@ impl Addr {
 
     /// Whether a connect to `self` reaches a socket bound to `bound`: the
     /// same port at one of the node's own addresses (`own`: its address
-    /// in a cluster), or the same path.
+    /// in a cluster) where the socket listens (its address, or any), or
+    /// the same path. A socket bound to 127.0.0.1 is not reached from
+    /// another node, as on Linux.
     fn reaches(&self, bound: &Addr, own: Option<&[u8; 16]>) -> bool {
         match (self, bound) {
-            (Addr::Inet { port: a, ip, .. }, Addr::Inet { port: b, .. }) => {
-                a == b && local(ip, own)
-            }
+            (
+                Addr::Inet { port: a, ip, .. },
+                Addr::Inet {
+                    port: b, ip: at, ..
+                },
+            ) => a == b && local(ip, own) && (unspecified(at) || at == ip),
             (Addr::Unix(a), Addr::Unix(b)) => a == b,
             _ => false,
         }
     }
+}
+
+/// Whether `ip` (IPv6, or IPv4 mapped) is the any address (0.0.0.0, ::).
+fn unspecified(ip: &[u8; 16]) -> bool {
+    *ip == [0; 16] || *ip == ipv4([0, 0, 0, 0])
 }
 
 /// Whether `ip` (IPv6, or IPv4 mapped) is the node's own: loopback, any,

@@ -1,4 +1,5 @@
-/* Both ends of a heartbeat over TCP. As "server PORT": answers each line
+/* Both ends of a heartbeat over TCP. As "server PORT [ADDRESS]" (bound to
+ * ADDRESS, else any): answers each line
  * "ping" with "pong". As "client ADDRESS PORT": sends 20 pings 10 ms
  * apart and exits 1 when a pong takes more than 50 ms (the server is
  * unreachable: a partition, a pause). */
@@ -12,9 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static int serve(int port) {
+static int serve(int port, const char *address) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons(port)};
+  if (address) inet_pton(AF_INET, address, &at.sin_addr);
   if (bind(s, (struct sockaddr *)&at, sizeof at) || listen(s, 4)) return 3;
   for (;;) {
     int c = accept(s, 0, 0);
@@ -27,7 +29,8 @@ static int serve(int port) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "server") == 0) return serve(atoi(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "server") == 0)
+    return serve(atoi(argv[2]), argc > 3 ? argv[3] : 0);
   if (argc != 4 || strcmp(argv[1], "client") != 0) return 4;
   struct sockaddr_in server = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[3]))};
   inet_pton(AF_INET, argv[2], &server.sin_addr);
