@@ -478,6 +478,13 @@ impl Kernel {
             self.world_inos.push(ino);
             self.keep_durable(ino);
         }
+        if world {
+            // Its name too (with its folder's other names: the world's
+            // files are best kept in a folder of their own).
+            if let Ok((dir, _)) = self.fs.parent_of(at, &p) {
+                let _ = self.fs.sync(dir);
+            }
+        }
         self.install(File::Disk(disk), nonblock)
     }
 
@@ -561,11 +568,20 @@ impl Kernel {
         }
     }
 
-    /// A file of the world's: its data and its name durable now.
+    /// A file of the world's: its data durable now.
     fn keep_durable(&mut self, ino: Ino) {
         let _ = self.fs.sync(ino);
-        if let Ok(parent) = self.fs.parent(ino) {
-            let _ = self.fs.sync(parent);
+    }
+
+    /// Appends `bytes` to the file at absolute `path` (if there is one),
+    /// durable.
+    pub fn append_file(&mut self, path: &str, bytes: &[u8]) {
+        let Ok(ino) = self.fs.resolve(ROOT, path) else {
+            return;
+        };
+        let size = self.fs.stat(ino).map_or(0, |s| s.size);
+        if self.fs.write(ino, size, bytes, 0).is_ok() {
+            self.keep_durable(ino);
         }
     }
 

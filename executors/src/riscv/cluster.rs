@@ -93,7 +93,7 @@ use dst_kernel::executor::region_map;
 use dst_kernel::{Coverage, End, Executor, Map};
 use serde::Deserialize;
 
-use super::executor::{DEFAULT_BUDGET, Emulator};
+use super::executor::Emulator;
 use super::machine::{Exit, syscall_name};
 use crate::guest::Recorder;
 use crate::linux::net::{Addr, Packet, Segment, ipv4};
@@ -687,13 +687,30 @@ impl Cluster {
                 Heal::Partition(id) => {
                     self.nemesis.links.heal(id);
                     let held = std::mem::take(&mut self.nemesis.held);
-                    for flight in held {
-                        let (from, to) = (flight.from as u32, flight.to as u32);
-                        if self.nemesis.links.blocked(from, to) {
-                            self.nemesis.held.push(flight);
-                        } else {
-                            self.fly(flight.from, flight.to, flight.cargo, self.latency);
-                        }
+                    let (waiting, released): (Vec<Flight>, Vec<Flight>) = held
+                        .into_iter()
+                        .partition(|f| self.nemesis.links.blocked(f.from as u32, f.to as u32));
+                    self.nemesis.held = waiting;
+                    // What a released link held leaves first, then what was
+                    // sent on it since (still on its way): a stream's order.
+                    let links: std::collections::BTreeSet<(usize, usize)> =
+                        released.iter().map(|f| (f.from, f.to)).collect();
+                    let behind: Vec<(u64, u64)> = self
+                        .flights
+                        .iter()
+                        .filter(|(_, f)| {
+                            Cluster::waits(&f.cargo) && links.contains(&(f.from, f.to))
+                        })
+                        .map(|(&key, _)| key)
+                        .collect();
+                    for link in &links {
+                        self.last.remove(link);
+                    }
+                    let behind = behind
+                        .into_iter()
+                        .filter_map(|key| self.flights.remove(&key));
+                    for flight in released.into_iter().chain(behind.collect::<Vec<_>>()) {
+                        self.fly(flight.from, flight.to, flight.cargo, self.latency);
                     }
                 }
                 Heal::Pause => {}
@@ -708,10 +725,17 @@ impl Cluster {
                 break;
             }
             let flight = entry.remove();
+            let behind_held = || {
+                self.nemesis
+                    .held
+                    .iter()
+                    .any(|h| h.from == flight.from && h.to == flight.to)
+            };
             if self
                 .nemesis
                 .links
                 .blocked(flight.from as u32, flight.to as u32)
+                || (Cluster::waits(&flight.cargo) && behind_held())
             {
                 // A cut link: a stream's packets wait for the heal.
                 if Cluster::waits(&flight.cargo) {
@@ -719,9 +743,23 @@ impl Cluster {
                 }
                 continue;
             }
-            let Flight { to, cargo, .. } = flight;
+            let Flight { from, to, cargo } = flight;
             let node = &mut self.nodes[to];
             if node.state == State::Exited {
+                // No one listens there any more: a connect is refused.
+                if let Cargo::Packet(Packet {
+                    from: sender,
+                    to: address,
+                    segment: Segment::Syn { src },
+                }) = cargo
+                {
+                    let refused = Packet {
+                        from: address,
+                        to: sender,
+                        segment: Segment::Refused { dst: src },
+                    };
+                    self.fly(to, from, Cargo::Packet(refused), self.latency);
+                }
                 continue;
             }
             let net = &mut node.emulator.machine.kernel.net;
@@ -753,7 +791,8 @@ impl Cluster {
             .nodes
             .iter()
             .filter_map(|n| match n.state {
-                State::Idle(until) => until,
+                // A sleep for ever (a saturated deadline) ends never.
+                State::Idle(until) => until.filter(|&u| u < u64::MAX),
                 _ => None,
             })
             .min();
@@ -798,11 +837,13 @@ impl Cluster {
             // on its way to it is lost, its peers' connections to it are
             // reset (after what it sent them before: as its kernel would
             // answer, not a power cut's silence).
+            self.close_history(i);
             let node = &mut self.nodes[i];
             node.emulator.restart();
             let ip = node.ip;
             exit = Exit::OutOfInstructions;
             self.flights.retain(|_, f| f.to != i);
+            self.nemesis.held.retain(|f| f.to != i);
             self.last.retain(|&(_, b), _| b != i);
             for j in (0..self.nodes.len()).filter(|&j| j != i) {
                 self.fly(i, j, Cargo::Reset(ip), self.latency);
@@ -888,9 +929,12 @@ impl Cluster {
             {
                 return None;
             }
-            while self.now >= self.nemesis.next_round {
+            if self.now >= self.nemesis.next_round {
+                // One round, however far time jumped past it (rounds a
+                // jump skipped do not happen).
                 self.round();
-                self.nemesis.next_round += period;
+                let next = self.nemesis.next_round.saturating_add(period);
+                self.nemesis.next_round = next.max(self.now.saturating_add(1));
             }
             self.heal();
             self.arrive();
@@ -960,6 +1004,58 @@ impl Cluster {
             self.recorder.report(0, true, Some(details));
         }
         End::Ok
+    }
+
+    /// Node `i` crashed: each operation its history left pending gets an
+    /// `info` line (its outcome unknown: it may have taken effect or not),
+    /// so the restarted workload's next invocations are not read as a
+    /// client invoking twice.
+    fn close_history(&mut self, i: usize) {
+        let Some(history) = &self.history else {
+            return;
+        };
+        let kernel = &mut self.nodes[i].emulator.machine.kernel;
+        let Some(bytes) = kernel.file_contents(&history.path) else {
+            return;
+        };
+        let mut pending: BTreeMap<u64, String> = BTreeMap::new();
+        let mut last_time = None;
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let client = event
+                .get("client")
+                .or_else(|| event.get("process"))
+                .and_then(serde_json::Value::as_u64);
+            let kind = event.get("type").and_then(serde_json::Value::as_str);
+            let f = event.get("f").and_then(serde_json::Value::as_str);
+            last_time = event
+                .get("time")
+                .and_then(serde_json::Value::as_u64)
+                .or(last_time);
+            match (client, kind, f) {
+                (Some(client), Some("invoke"), Some(f)) => {
+                    pending.insert(client, f.to_string());
+                }
+                (Some(client), Some(_), _) => {
+                    pending.remove(&client);
+                }
+                _ => {}
+            }
+        }
+        let mut lines = String::new();
+        for (client, f) in pending {
+            let mut info = serde_json::json!({ "client": client, "type": "info", "f": f });
+            if last_time.is_some() {
+                info["time"] = serde_json::json!(self.now.max(last_time.unwrap_or(0)));
+            }
+            lines.push_str(&info.to_string());
+            lines.push('\n');
+        }
+        if !lines.is_empty() {
+            kernel.append_file(&history.path, lines.as_bytes());
+        }
     }
 
     /// Checks the run's history (every node's lines of it, together)
@@ -1098,6 +1194,3 @@ impl Executor for Cluster {
         self.backstop = timeout;
     }
 }
-
-/// Instructions a cluster's run may execute unless told (across nodes).
-pub const DEFAULT_CLUSTER_BUDGET: u64 = 4 * DEFAULT_BUDGET;

@@ -378,6 +378,7 @@ impl Machine {
         }
         loop {
             if self.cpu.retired >= limit {
+                self.pass_time();
                 return Exit::OutOfInstructions;
             }
             if !self.threads.current_runnable() {
@@ -552,7 +553,11 @@ impl Machine {
                     (Ok(s), Ok(ns)) => {
                         let t = s.saturating_mul(1_000_000_000).saturating_add(ns);
                         let deadline = if flags & 1 != 0 {
-                            let epoch = if clock == 0 { EPOCH_NS } else { 0 };
+                            let epoch = if clock == 0 {
+                                EPOCH_NS.saturating_add_signed(self.skew)
+                            } else {
+                                0
+                            };
                             t.saturating_sub(epoch)
                         } else {
                             self.now.saturating_add(t)
@@ -730,6 +735,7 @@ impl Machine {
         self.crashes = crashed.crashes;
         self.now = crashed.now;
         self.timed = self.cpu.retired;
+        self.skew = crashed.skew;
         std::mem::swap(&mut self.recorder, &mut crashed.recorder);
     }
 
