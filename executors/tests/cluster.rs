@@ -445,3 +445,92 @@ fn a_history_the_workload_writes_is_checked_for_linearizability_after_each_run()
     }
     assert!(client_crashed > 0, "some run crashed the client");
 }
+
+#[test]
+fn a_tokio_server_s_write_acknowledged_before_it_was_durable_is_lost_in_a_crash() {
+    // examples/cluster/register-tokio: the register server in Rust on
+    // tokio (tokio from crates.io, pinned by its lock file), unmodified,
+    // its files through tokio::fs, with the C client.
+    if !common::rust_target_installed() {
+        return;
+    }
+    let scratch = Scratch::new("register-tokio");
+    let dir = &scratch.0;
+    let Some(_) = build(dir, "register-client", "register-client", &[]) else {
+        return;
+    };
+    let manifest =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cluster/register-tokio/Cargo.toml");
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "--release", "--locked"])
+        .args(["--target", "riscv64gc-unknown-linux-gnu"])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env(
+            "RUSTFLAGS",
+            "-C target-feature=+crt-static -C linker=riscv64-linux-gnu-gcc",
+        )
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "building examples/cluster/register-tokio failed"
+    );
+    let program = target_dir.join("riscv64gc-unknown-linux-gnu/release/register-tokio");
+    let open = |fixed: bool| {
+        let file = dir.join(format!("tokio-{fixed}.toml"));
+        let args = if fixed {
+            "[\"7000\", \"fixed\"]"
+        } else {
+            "[\"7000\"]"
+        };
+        std::fs::write(
+            &file,
+            format!(
+                "[[node]]\nname = \"server\"\nprogram = \"{}\"\nargs = {args}\n\n\
+                 [[node]]\nname = \"client\"\nprogram = \"register-client\"\n\
+                 args = [\"10.0.0.1\", \"7000\"]\nworkload = true\nfaults = false\n",
+                program.display()
+            ),
+        )
+        .unwrap();
+        Cluster::open(&file, 100_000_000).unwrap()
+    };
+    let mut cluster = open(false);
+    assert_eq!(
+        cluster.execute(&[]),
+        End::Ok,
+        "{}",
+        String::from_utf8_lossy(&cluster.machine(1).kernel.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&cluster.machine(1).kernel.stdout),
+        "read 5\n"
+    );
+    let inputs: Vec<Vec<u8>> = (1u64..1500).map(|seed| input(seed, 256)).collect();
+    let failing = inputs
+        .iter()
+        .find(|input| cluster.execute(input) != End::Ok)
+        .expect("some run crashes the tokio server between an acknowledgement and its sync");
+    let first = cluster.execute(failing);
+    let End::Crash(dst_kernel::Outcome::Crash { message, .. }) = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(message, "node client: the program exited with status 1");
+    let crashed = dst_executors::riscv::machine::CRASHED;
+    assert!(cluster.machine(0).calls.iter().any(|&(n, _)| n == crashed));
+    let calls = cluster.machine(0).calls.clone();
+    assert_eq!(cluster.execute(failing), first, "the same on replay");
+    assert_eq!(cluster.machine(0).calls, calls);
+    let mut fixed = open(true);
+    for input in inputs.iter().take(300) {
+        assert_eq!(
+            fixed.execute(input),
+            End::Ok,
+            "{}",
+            String::from_utf8_lossy(&fixed.machine(1).kernel.stderr)
+        );
+    }
+}

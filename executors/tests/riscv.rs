@@ -576,27 +576,10 @@ fn runs_to_exit(program: &Path) -> dst_executors::riscv::executor::Emulator {
     exec
 }
 
-/// Whether rustc has the riscv64gc-unknown-linux-gnu target (saying so
-/// when it has not, and failing then if `DST_REQUIRE_RISCV_RUST` is set).
+/// Whether rustc has the riscv64gc-unknown-linux-gnu target (see
+/// [`common::rust_target_installed`]).
 fn rust_target_installed() -> bool {
-    let target = "riscv64gc-unknown-linux-gnu";
-    let installed = Command::new("rustc")
-        .args(["--print", "target-libdir", "--target", target])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .is_some_and(|dir| dir.is_dir());
-    if !installed {
-        assert!(
-            std::env::var_os("DST_REQUIRE_RISCV_RUST").is_none(),
-            "DST_REQUIRE_RISCV_RUST is set but the {target} target is not installed"
-        );
-        eprintln!(
-            "skipped: the {target} Rust target is not installed (rustup target add {target})"
-        );
-    }
-    installed
+    common::rust_target_installed()
 }
 
 #[test]

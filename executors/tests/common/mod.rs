@@ -48,3 +48,27 @@ pub fn build_go(source: &std::path::Path, name: &str) -> Option<std::path::PathB
         }
     }
 }
+
+/// Whether rustc has the riscv64gc-unknown-linux-gnu target (saying so
+/// when not); its absence fails when `DST_REQUIRE_RISCV_RUST` is set.
+#[allow(dead_code)] // not every test crate builds Rust for riscv64
+pub fn rust_target_installed() -> bool {
+    let target = "riscv64gc-unknown-linux-gnu";
+    let installed = std::process::Command::new("rustc")
+        .args(["--print", "target-libdir", "--target", target])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .is_some_and(|dir| dir.is_dir());
+    if !installed {
+        assert!(
+            std::env::var_os("DST_REQUIRE_RISCV_RUST").is_none(),
+            "DST_REQUIRE_RISCV_RUST is set but the {target} target is not installed"
+        );
+        eprintln!(
+            "skipped: the {target} Rust target is not installed (rustup target add {target})"
+        );
+    }
+    installed
+}
