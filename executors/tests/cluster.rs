@@ -33,19 +33,24 @@ impl Drop for Scratch {
 fn build(dir: &Path, name: &str, out: &str, flags: &[&str]) -> Option<PathBuf> {
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/cluster/{name}.c"));
-    let program = dir.join(out);
+    build_c(&source, &dir.join(out), flags)
+}
+
+/// Builds the C program `source` as the static riscv64 program `program`;
+/// `None` (saying so) without the cross compiler.
+fn build_c(source: &Path, program: &Path, flags: &[&str]) -> Option<PathBuf> {
     let built = Command::new("riscv64-linux-gnu-gcc")
         .args(["-O1", "-g", "-static"])
         .args(flags)
-        .arg(&source)
+        .arg(source)
         .arg("-o")
-        .arg(&program)
+        .arg(program)
         .status();
     if !built.is_ok_and(|s| s.success()) {
         eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
         return None;
     }
-    Some(program)
+    Some(program.to_path_buf())
 }
 
 /// The register cluster of `examples/cluster/register.toml`, its server
@@ -268,17 +273,9 @@ fn a_partition_and_a_pause_each_cut_a_heartbeat_and_replay() {
     let scratch = Scratch::new("heartbeat");
     let dir = &scratch.0;
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/heartbeat.c");
-    let program = dir.join("heartbeat");
-    let built = Command::new("riscv64-linux-gnu-gcc")
-        .args(["-O1", "-g", "-static"])
-        .arg(&source)
-        .arg("-o")
-        .arg(&program)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: riscv64-linux-gnu-gcc is not installed");
+    let Some(program) = build_c(&source, &dir.join("heartbeat"), &[]) else {
         return;
-    }
+    };
     let inputs: Vec<Vec<u8>> = (1u64..400).map(|seed| input(seed, 64)).collect();
     for (name, faults) in [
         ("partition", "period_ms = 20\npauses = false"),

@@ -1018,30 +1018,23 @@ impl Cluster {
         let Some(bytes) = kernel.file_contents(&history.path) else {
             return;
         };
+        // Read as the checker reads it (a history it cannot read is left
+        // for the check to report).
+        let text = String::from_utf8_lossy(&bytes);
+        let Ok(events) = dst_oracles::format::events(&text, dst_oracles::Format::Jsonl) else {
+            return;
+        };
         let mut pending: BTreeMap<u64, String> = BTreeMap::new();
         let mut last_time = None;
-        for line in String::from_utf8_lossy(&bytes).lines() {
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let client = event
-                .get("client")
-                .or_else(|| event.get("process"))
-                .and_then(serde_json::Value::as_u64);
-            let kind = event.get("type").and_then(serde_json::Value::as_str);
-            let f = event.get("f").and_then(serde_json::Value::as_str);
-            last_time = event
-                .get("time")
-                .and_then(serde_json::Value::as_u64)
-                .or(last_time);
-            match (client, kind, f) {
-                (Some(client), Some("invoke"), Some(f)) => {
-                    pending.insert(client, f.to_string());
+        for event in events {
+            last_time = event.time.or(last_time);
+            match event.kind {
+                dst_oracles::format::EventKind::Invoke => {
+                    pending.insert(event.client, event.f);
                 }
-                (Some(client), Some(_), _) => {
-                    pending.remove(&client);
+                _ => {
+                    pending.remove(&event.client);
                 }
-                _ => {}
             }
         }
         let mut lines = String::new();
