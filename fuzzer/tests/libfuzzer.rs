@@ -35,6 +35,26 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
         .unwrap();
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     assert!(text(&ok).contains("Running: "), "{}", text(&ok));
+    // A campaign removes the work folders of campaigns that were killed
+    // (their process is gone), not those of live ones.
+    let temp = dir.join("tmp");
+    let dead = {
+        let mut child = Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        temp.join(format!("dst-libfuzzer-{}", child.id()))
+    };
+    let live = temp.join(format!("dst-libfuzzer-{}", std::process::id()));
+    for d in [&dead, &live] {
+        std::fs::create_dir_all(d.join("corpus")).unwrap();
+    }
+    let short = Command::new(&magic)
+        .args(["-runs=50"])
+        .arg(dir.join("short"))
+        .env("TMPDIR", &temp)
+        .output()
+        .unwrap();
+    assert_eq!(short.status.code(), Some(0), "{}", text(&short));
+    assert!(!dead.exists() && live.exists(), "{}", text(&short));
     let bad = Command::new(&magic).arg(dir.join("bad")).output().unwrap();
     assert_eq!(bad.status.code(), Some(77), "{}", text(&bad));
     assert!(text(&bad).contains("deadly signal"), "{}", text(&bad));

@@ -5,7 +5,6 @@
 //! data, never markup, in the page and in the XML.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use dst_fuzz_targets::scribble_text;
 use dst_kernel::{Campaign, finding};
@@ -46,14 +45,13 @@ fn record() -> Value {
     })
 }
 
-fn scratch() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("dst-own-finding-file-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("findings").join("f")).expect("a scratch folder");
-        dir
-    })
+/// A scratch folder for this run, removed at its end (the explorer may
+/// start a process per run: a folder per process would pile up in /tmp).
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dst-own-finding-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("findings").join("f")).expect("a scratch folder");
+    dir
 }
 
 /// Characters XML 1.0 does not allow in a document.
@@ -109,4 +107,5 @@ dst_fuzz::target!(|| {
         !junit.chars().any(forbidden_in_xml) && !junit.contains("<script"),
         "JUnit XML holds only characters XML allows, and no markup from a finding"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 });

@@ -151,7 +151,9 @@ fn run(harness: &Path, args: &[String], subject: Subject) -> Result<i32, Failure
     if flags.merge {
         return merge(harness, subject, &flags, &corpus_dirs, max_len);
     }
-    let work = std::env::temp_dir().join(format!("dst-libfuzzer-{}", std::process::id()));
+    let temp = std::env::temp_dir();
+    sweep_killed(&temp);
+    let work = temp.join(format!("{WORK_PREFIX}{}", std::process::id()));
     let result = campaign(
         harness,
         subject,
@@ -163,6 +165,34 @@ fn run(harness: &Path, args: &[String], subject: Subject) -> Result<i32, Failure
     );
     let _ = std::fs::remove_dir_all(&work);
     result
+}
+
+/// A campaign's work folder in the temporary folder: this, then its pid.
+const WORK_PREFIX: &str = "dst-libfuzzer-";
+
+/// Removes the work folders of campaigns that were killed (one that ends
+/// removes its own): `dst-libfuzzer-PID` in `temp` whose process is gone.
+fn sweep_killed(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(WORK_PREFIX))
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 sends nothing: it asks whether `pid` exists.
+        let gone = unsafe { libc::kill(pid, 0) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The harness's program through its fork server, started at setup
