@@ -2,7 +2,10 @@
 //! (examples/wasm/tickets), built natively and for wasm32-wasip1, run by the
 //! process executor and by the wasm executor, takes the same decisions
 //! (kind, site, value, stream offset), names the same decision sites and
-//! ends the same way for the same input bytes.
+//! ends the same way for the same input bytes. And one C service with
+//! sockets and files (executors/tests/cross/service.c), built natively and
+//! for riscv64, prints and writes the same through the process executor
+//! and on the emulator's Linux.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -143,4 +146,90 @@ fn the_same_program_decides_and_fails_alike_natively_and_in_wasm() {
         failures > 0,
         "some of the seeds find the double charge, at both levels"
     );
+}
+
+/// Builds `source` with `compiler` (`flags` on top of `-O1 -pthread`);
+/// `None`, saying so, when that compiler is not installed.
+fn build_c(compiler: &str, source: &Path, out: &Path, flags: &[&str]) -> Option<PathBuf> {
+    let built = Command::new(compiler)
+        .args(["-O1", "-pthread"])
+        .args(flags)
+        .arg(source)
+        .arg("-o")
+        .arg(out)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: {compiler} is not installed or failed");
+        return None;
+    }
+    Some(out.to_path_buf())
+}
+
+#[test]
+fn a_c_service_with_sockets_and_files_ends_alike_natively_and_on_the_emulator() {
+    use dst_executors::End;
+    use dst_executors::riscv::executor::Emulator;
+    // executors/tests/cross/service.c: a TCP server on epoll and a client
+    // thread, each request synced to a log before it is answered, UDP, a
+    // Unix socket pair, a pipe, a rename; what it learns goes to stdout and
+    // to a file. Natively through the process executor (a run without
+    // faults) and on the emulator (the nominal input), from one seed folder.
+    let dir = std::env::temp_dir().join(format!("dst-cross-service-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let seed = dir.join("seed");
+    std::fs::create_dir_all(seed.join("conf")).unwrap();
+    std::fs::write(seed.join("conf/greeting"), "hello dst\n").unwrap();
+    let source = root().join("executors/tests/cross/service.c");
+    let (Some(native), Some(riscv)) = (
+        build_c("gcc", &source, &dir.join("native"), &[]),
+        build_c(
+            "riscv64-linux-gnu-gcc",
+            &source,
+            &dir.join("riscv"),
+            &["-static"],
+        ),
+    ) else {
+        return;
+    };
+
+    // Natively: the program works in a copy of the seed folder.
+    let work = dir.join("work");
+    std::fs::create_dir_all(work.join("conf")).unwrap();
+    std::fs::copy(seed.join("conf/greeting"), work.join("conf/greeting")).unwrap();
+    let mut process = Process::new(
+        &native,
+        &[work.clone().into_os_string()],
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    process.set_quiet(true);
+    assert_eq!(process.execute(&[]), End::Ok);
+    let transcript = std::fs::read(work.join("transcript")).unwrap();
+    let log = std::fs::read(work.join("data/log")).unwrap();
+    let text = String::from_utf8_lossy(&transcript).into_owned();
+    assert!(
+        text.starts_with("hello dst\nok a\nok b\na=1\neof 0\n") && text.contains("udp 5 dgram"),
+        "{text}"
+    );
+    assert_eq!(log, b"set a 1\nset b 2\nget a\n");
+
+    // On the emulator: the node's file system is a copy of the same folder
+    // with its root at "/"; the same stdout, transcript and log, twice.
+    let args = ["service".to_string(), "/".to_string()];
+    let mut emulator = Emulator::open_with(&riscv, &args, 200_000_000, Some(&seed)).unwrap();
+    for _ in 0..2 {
+        let end = emulator.execute(&[]);
+        let machine = emulator.machine();
+        assert_eq!(end, End::Ok, "calls {:?}", machine.calls);
+        assert_eq!(String::from_utf8_lossy(&machine.kernel.stdout), text);
+        assert_eq!(
+            machine.kernel.file_contents("/transcript").as_deref(),
+            Some(transcript.as_slice())
+        );
+        assert_eq!(
+            machine.kernel.file_contents("/data/log").as_deref(),
+            Some(log.as_slice())
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -236,6 +236,37 @@ impl Kernel {
     }
 
     /// A new descriptor for `file`, the lowest free one.
+    /// Installs two new files and writes their descriptors (two `int`s)
+    /// at `at`, as `pipe2` and `socketpair` return them; on failure neither
+    /// stays open.
+    fn install_pair(
+        &mut self,
+        guest: &mut impl Guest,
+        [first, second]: [File; 2],
+        nonblock: bool,
+        at: u64,
+    ) -> i64 {
+        let one = self.install(first, nonblock);
+        let two = self.install(second, nonblock);
+        if one < 0 || two < 0 {
+            for fd in [one, two] {
+                if fd >= 0 {
+                    self.close(fd as u64);
+                }
+            }
+            return -24; // EMFILE
+        }
+        let mut fds = [0u8; 8];
+        fds[..4].copy_from_slice(&(one as i32).to_le_bytes());
+        fds[4..].copy_from_slice(&(two as i32).to_le_bytes());
+        if guest.write(at, &fds).is_err() {
+            self.close(one as u64);
+            self.close(two as u64);
+            return EFAULT;
+        }
+        0
+    }
+
     fn install(&mut self, file: File, nonblock: bool) -> i64 {
         let at = (0..self.files.len())
             .find(|&i| self.files[i].is_none())
@@ -335,28 +366,8 @@ impl Kernel {
             59 => {
                 // pipe2(fds, flags): O_NONBLOCK 0o4000
                 let n = self.io.pipe();
-                let nonblock = a[1] & 0o4000 != 0;
-                let read = self.install(File::PipeRead(n), nonblock);
-                let write = self.install(File::PipeWrite(n), nonblock);
-                if read < 0 || write < 0 {
-                    for fd in [read, write] {
-                        if fd >= 0 {
-                            self.close(fd as u64);
-                        }
-                    }
-                    -24 // EMFILE
-                } else {
-                    let mut fds = [0u8; 8];
-                    fds[..4].copy_from_slice(&(read as i32).to_le_bytes());
-                    fds[4..].copy_from_slice(&(write as i32).to_le_bytes());
-                    if guest.write(a[0], &fds).is_err() {
-                        self.close(read as u64);
-                        self.close(write as u64);
-                        EFAULT
-                    } else {
-                        0
-                    }
-                }
+                let files = [File::PipeRead(n), File::PipeWrite(n)];
+                self.install_pair(guest, files, a[1] & 0o4000 != 0, a[0])
             }
             23 => self.dup(a[0], 0),
             24 => {

@@ -316,6 +316,35 @@ impl Net {
         Ok(self.sockets.len() - 1)
     }
 
+    /// `socketpair(domain, type)`: two connected stream sockets (Unix
+    /// ones, as Linux has them).
+    pub fn pair(&mut self, family: u16, stream: bool) -> Result<[usize; 2], i64> {
+        if family != AF_UNIX {
+            return Err(-95); // EOPNOTSUPP
+        }
+        if !stream {
+            return Err(-94); // ESOCKTNOSUPPORT: Unix datagrams are not here
+        }
+        let first = self.sockets.len();
+        for peer in [first + 1, first] {
+            self.sockets.push(Socket {
+                stream: true,
+                family,
+                local: Some(Addr::Unix(Vec::new())),
+                remote: Some(Addr::Unix(Vec::new())),
+                state: State::Stream {
+                    peer,
+                    inbox: VecDeque::new(),
+                    write_shut: false,
+                    peer_done: false,
+                },
+                references: 1,
+                generation: 0,
+            });
+        }
+        Ok([first, first + 1])
+    }
+
     pub fn get(&self, id: usize) -> &Socket {
         &self.sockets[id]
     }
@@ -1007,6 +1036,20 @@ impl Kernel {
                 }
                 match self.net.socket(a[0] as u16, kind == 1) {
                     Ok(s) => self.install(File::Socket(s), a[1] & SOCK_NONBLOCK != 0),
+                    Err(e) => e,
+                }
+            }
+            199 => {
+                // socketpair(domain, type, protocol, fds)
+                let kind = a[1] & 0xF;
+                if kind != 1 && kind != 2 {
+                    return Some(Outcome::Return(-94)); // ESOCKTNOSUPPORT
+                }
+                match self.net.pair(a[0] as u16, kind == 1) {
+                    Ok([one, two]) => {
+                        let files = [File::Socket(one), File::Socket(two)];
+                        self.install_pair(guest, files, a[1] & SOCK_NONBLOCK != 0, a[3])
+                    }
                     Err(e) => e,
                 }
             }

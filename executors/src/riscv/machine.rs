@@ -953,6 +953,7 @@ pub fn syscall_name(number: u64) -> &'static str {
         (178, "gettid"),
         (179, "sysinfo"),
         (198, "socket"),
+        (199, "socketpair"),
         (200, "bind"),
         (201, "listen"),
         (202, "accept"),
