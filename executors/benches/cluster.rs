@@ -1,16 +1,17 @@
 //! A cluster of unmodified Go programs on the emulator against
 //! `qemu-riscv64` running the same programs, side by side in one run (pin
 //! it: `taskset -c 1 cargo bench -p dst-executors --bench cluster`):
-//! examples/cluster/counter's server and a client making ADDITIONS (20)
-//! requests and reading the value back, on two nodes.
+//! examples/cluster/counter's server and two clients, each making
+//! ADDITIONS (20) requests to a counter of its own and reading it back:
+//! three nodes.
 //!
 //! - dst: runs per second from the cluster's snapshot after setup, on the
 //!   nominal input (no faults) and on random inputs (faults: delays,
 //!   partitions, clock jumps), one process;
-//! - qemu-riscv64: the server started once, the client run again and
-//!   again over the host's loopback (no faults, no exploration: the floor
-//!   a user would otherwise reach for; its check of the value fails after
-//!   the first run, its work is the same).
+//! - qemu-riscv64: the server started once, the two clients run at once,
+//!   again and again, over the host's loopback (no faults, no exploration:
+//!   the floor a user would otherwise reach for; their checks of the value
+//!   fail after the first run, their work is the same).
 //!
 //! Arguments: `[RUNS [ADDITIONS]]` (100, 20). Needs `go` and
 //! `qemu-riscv64`; says what it skips.
@@ -71,8 +72,10 @@ fn main() {
         &toml,
         format!(
             "[[node]]\nname = \"server\"\nprogram = \"server\"\nfaults = false\n\n\
-             [[node]]\nname = \"client\"\nprogram = \"client\"\n\
-             args = [\"http://server:8080\", \"{additions}\"]\nworkload = true\nfaults = false\n"
+             [[node]]\nname = \"client-a\"\nprogram = \"client\"\n\
+             args = [\"http://server:8080\", \"{additions}\", \"a\"]\nworkload = true\nfaults = false\n\n\
+             [[node]]\nname = \"client-b\"\nprogram = \"client\"\n\
+             args = [\"http://server:8080\", \"{additions}\", \"b\"]\nworkload = true\nfaults = false\n"
         ),
     )
     .unwrap();
@@ -111,18 +114,28 @@ fn main() {
     std::thread::sleep(std::time::Duration::from_secs(1));
     let start = Instant::now();
     for _ in 0..runs {
-        let _ = Command::new("qemu-riscv64")
-            .arg(dir.join("client"))
-            .arg("http://127.0.0.1:18080")
-            .arg(additions.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let clients: Vec<_> = ["a", "b"]
+            .iter()
+            .filter_map(|key| {
+                Command::new("qemu-riscv64")
+                    .arg(dir.join("client"))
+                    .arg("http://127.0.0.1:18080")
+                    .arg(additions.to_string())
+                    .arg(key)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .ok()
+            })
+            .collect();
+        for mut client in clients {
+            let _ = client.wait();
+        }
     }
     let qemu = runs as f64 / start.elapsed().as_secs_f64();
     let _ = server.kill();
     let _ = server.wait();
-    println!("qemu-riscv64, client runs against one server: {qemu:.1} runs/s");
+    println!("qemu-riscv64, two clients at once against one server: {qemu:.1} runs/s");
     println!(
         "dst / qemu-riscv64: nominal {:.2}x, random inputs {:.2}x",
         nominal / qemu,

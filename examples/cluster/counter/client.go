@@ -1,7 +1,9 @@
 // The counter's workload: additions, each retried until it gets an
 // answer within the client's timeout, then the value, which must be their
-// number. Usage: client [URL [ADDITIONS]], default http://server:8080 and
-// 10. Exits 1 when the counter counted an addition twice.
+// number. Usage: client [URL [ADDITIONS [KEY]]], default
+// http://server:8080, 10 and the default counter (clients with keys of
+// their own share one server). Exits 1 when the counter counted an
+// addition twice.
 //
 // The bug: a retry is not idempotent. When an answer is slower than the
 // timeout (a delayed packet), the addition was made but the client adds
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -27,10 +30,14 @@ func main() {
 	if len(os.Args) > 2 {
 		additions, _ = strconv.Atoi(os.Args[2])
 	}
+	query := ""
+	if len(os.Args) > 3 {
+		query = "?key=" + url.QueryEscape(os.Args[3])
+	}
 	client := &http.Client{Timeout: 20 * time.Millisecond}
 	call := func(method, path string) string {
 		for attempt := 1; ; attempt++ {
-			request, _ := http.NewRequest(method, base+path, nil)
+			request, _ := http.NewRequest(method, base+path+query, nil)
 			response, err := client.Do(request)
 			if err == nil {
 				body, err := io.ReadAll(response.Body)

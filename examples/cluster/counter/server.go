@@ -1,5 +1,6 @@
-// A counter served over HTTP: POST /add adds one and answers the new
-// value, GET /value answers it. Usage: server [ADDRESS], default :8080.
+// Counters served over HTTP: POST /add adds one and answers the new
+// value, GET /value answers it; `?key=K` names one of several counters
+// (none: the default one). Usage: server [ADDRESS], default :8080.
 package main
 
 import (
@@ -11,21 +12,23 @@ import (
 
 func main() {
 	var mu sync.Mutex
-	value := 0
+	values := map[string]int{}
 	http.HandleFunc("/add", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
+		key := r.URL.Query().Get("key")
 		mu.Lock()
-		value++
-		v := value
+		values[key]++
+		v := values[key]
 		mu.Unlock()
 		fmt.Fprintf(w, "%d\n", v)
 	})
 	http.HandleFunc("/value", func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Query().Get("key")
 		mu.Lock()
-		v := value
+		v := values[key]
 		mu.Unlock()
 		fmt.Fprintf(w, "%d\n", v)
 	})
