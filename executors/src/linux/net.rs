@@ -227,6 +227,30 @@ pub enum Segment {
         dst: usize,
     },
     Datagram(Vec<u8>),
+    /// A stream segment met no socket that expected it (closed, or its
+    /// node exited): the connection from the packet's `to` to its `from`
+    /// is reset, as TCP's RST does. Matched by the two addresses: the
+    /// sender of the segment it answers may have no id left to name.
+    Reset,
+}
+
+impl Packet {
+    /// What a node answers a stream segment that meets no socket: a
+    /// connect is refused, a connection's segment resets it; nothing
+    /// answers a refusal, a reset or a datagram (so no two answers chase
+    /// each other).
+    pub fn unanswered(&self) -> Option<Packet> {
+        let segment = match self.segment {
+            Segment::Syn { src } => Segment::Refused { dst: src },
+            Segment::Accepted { .. } | Segment::Data { .. } | Segment::Fin { .. } => Segment::Reset,
+            Segment::Refused { .. } | Segment::Reset | Segment::Datagram(_) => return None,
+        };
+        Some(Packet {
+            from: self.to.clone(),
+            to: self.from.clone(),
+            segment,
+        })
+    }
 }
 
 impl Segment {
@@ -413,12 +437,37 @@ impl Net {
 
     /// A packet from another node arrives (the cluster calls this).
     pub fn deliver(&mut self, packet: Packet) {
-        let Packet { from, to, segment } = packet;
         let wire = |s: &Socket, peer_known: bool| {
             s.references > 0
-                && s.remote.as_ref().is_some_and(|r| same_endpoint(r, &from))
+                && s.remote
+                    .as_ref()
+                    .is_some_and(|r| same_endpoint(r, &packet.from))
                 && matches!(s.state, State::Wire { peer, .. } if peer.is_some() == peer_known)
         };
+        // (Below, a segment for a socket is for one that expects it.)
+        let expected = match &packet.segment {
+            Segment::Accepted { dst, .. } => {
+                let dst = *dst;
+                self.sockets.get(dst).is_some_and(|s| wire(s, false))
+                    && matches!(
+                        self.sockets[dst].state,
+                        State::Wire {
+                            connected: None,
+                            ..
+                        }
+                    )
+            }
+            Segment::Data { dst, .. } | Segment::Fin { dst } => {
+                self.sockets.get(*dst).is_some_and(|s| wire(s, true))
+            }
+            Segment::Refused { dst } => self.sockets.get(*dst).is_some_and(|s| wire(s, false)),
+            _ => true,
+        };
+        if !expected {
+            self.outbox.extend(packet.unanswered());
+            return;
+        }
+        let Packet { from, to, segment } = packet;
         match segment {
             Segment::Syn { src } => {
                 let Some(listener) = self.listener_at(&to) else {
@@ -464,11 +513,9 @@ impl Net {
                 });
             }
             Segment::Accepted { src, dst } => {
-                if self.sockets.get(dst).is_some_and(|s| wire(s, false))
-                    && let State::Wire {
-                        peer, connected, ..
-                    } = &mut self.sockets[dst].state
-                    && connected.is_none()
+                if let State::Wire {
+                    peer, connected, ..
+                } = &mut self.sockets[dst].state
                 {
                     *peer = Some(src);
                     *connected = Some(0);
@@ -476,10 +523,9 @@ impl Net {
                 }
             }
             Segment::Refused { dst } => {
-                if self.sockets.get(dst).is_some_and(|s| wire(s, false))
-                    && let State::Wire {
-                        error, connected, ..
-                    } = &mut self.sockets[dst].state
+                if let State::Wire {
+                    error, connected, ..
+                } = &mut self.sockets[dst].state
                 {
                     *error = -111; // ECONNREFUSED
                     *connected = Some(-111);
@@ -487,22 +533,45 @@ impl Net {
                 }
             }
             Segment::Data { dst, bytes } => {
-                if self.sockets.get(dst).is_some_and(|s| wire(s, true))
-                    && let State::Wire { inbox, .. } = &mut self.sockets[dst].state
-                {
+                if let State::Wire { inbox, .. } = &mut self.sockets[dst].state {
                     inbox.extend(&bytes);
                     self.sockets[dst].generation += 1;
                 }
             }
             Segment::Fin { dst } => {
-                if self.sockets.get(dst).is_some_and(|s| wire(s, true))
-                    && let State::Wire { peer_done, .. } = &mut self.sockets[dst].state
-                {
+                if let State::Wire { peer_done, .. } = &mut self.sockets[dst].state {
                     *peer_done = true;
                     self.sockets[dst].generation += 1;
                 }
             }
             Segment::Datagram(bytes) => self.datagram_to(from, &to, bytes),
+            Segment::Reset => {
+                for socket in &mut self.sockets {
+                    let ours = socket.references > 0
+                        && socket.local.as_ref().is_some_and(|l| same_endpoint(l, &to))
+                        && socket
+                            .remote
+                            .as_ref()
+                            .is_some_and(|r| same_endpoint(r, &from));
+                    if let (
+                        true,
+                        State::Wire {
+                            error,
+                            peer_done,
+                            connected,
+                            ..
+                        },
+                    ) = (ours, &mut socket.state)
+                    {
+                        *error = -104; // ECONNRESET
+                        *peer_done = true;
+                        if connected.is_none() {
+                            *connected = Some(-111);
+                        }
+                        socket.generation += 1;
+                    }
+                }
+            }
         }
         self.changed = true;
     }
@@ -1283,5 +1352,90 @@ impl Kernel {
             Ok(None) => self.wait(ctx, None),
             Err(e) => Outcome::Return(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two nodes, 10.0.0.1 (a client) and 10.0.0.2 (listening on 7000).
+    fn nodes() -> (Net, Net, usize) {
+        let client = Net {
+            ip: Some(ipv4([10, 0, 0, 1])),
+            ..Net::default()
+        };
+        let mut server = Net {
+            ip: Some(ipv4([10, 0, 0, 2])),
+            ..Net::default()
+        };
+        let listener = server.socket(AF_INET, true).unwrap();
+        assert_eq!(server.bind(listener, server_addr()), 0);
+        assert_eq!(server.listen(listener), 0);
+        (client, server, listener)
+    }
+
+    fn server_addr() -> Addr {
+        Addr::Inet {
+            v6: false,
+            ip: ipv4([10, 0, 0, 2]),
+            port: 7000,
+        }
+    }
+
+    /// Delivers what `from` sent to `to`; how many packets.
+    fn carry(from: &mut Net, to: &mut Net) -> usize {
+        let packets = std::mem::take(&mut from.outbox);
+        let n = packets.len();
+        for packet in packets {
+            to.deliver(packet);
+        }
+        n
+    }
+
+    #[test]
+    fn data_for_a_closed_socket_resets_the_connection_it_came_on() {
+        let (mut client, mut server, listener) = nodes();
+        let c = client.socket(AF_INET, true).unwrap();
+        assert_eq!(client.connect(c, server_addr()), -115);
+        carry(&mut client, &mut server); // the Syn
+        let accepted = server.accept(listener).unwrap().unwrap();
+        carry(&mut server, &mut client); // the Accepted
+        assert_eq!(client.connect(c, server_addr()), 0);
+        // The server closes; the client, not yet reading its end, writes.
+        server.close(accepted);
+        carry(&mut server, &mut client); // the Fin
+        assert_eq!(client.send(c, b"late", None), Ok(Some(4)));
+        carry(&mut client, &mut server); // the data meets a closed socket
+        assert_eq!(server.outbox.len(), 1);
+        assert_eq!(server.outbox[0].segment, Segment::Reset);
+        carry(&mut server, &mut client);
+        assert_eq!(client.receive(c, 16, false), Err(-104));
+        // Nothing answers a reset: no packets chase each other.
+        server.deliver(Packet {
+            from: client.get(c).local.clone().unwrap(),
+            to: server_addr(),
+            segment: Segment::Reset,
+        });
+        assert!(server.outbox.is_empty());
+    }
+
+    #[test]
+    fn a_connect_given_up_before_its_answer_resets_the_accepted_end() {
+        let (mut client, mut server, listener) = nodes();
+        let c = client.socket(AF_INET, true).unwrap();
+        assert_eq!(client.connect(c, server_addr()), -115);
+        carry(&mut client, &mut server);
+        let accepted = server.accept(listener).unwrap().unwrap();
+        client.close(c); // gave up waiting
+        assert_eq!(
+            carry(&mut client, &mut server),
+            0,
+            "no Fin: never connected"
+        );
+        carry(&mut server, &mut client); // the Accepted finds no one
+        assert_eq!(carry(&mut client, &mut server), 1, "a reset");
+        // Without it the server's end would wait for ever.
+        assert_eq!(server.receive(accepted, 16, false), Err(-104));
     }
 }

@@ -96,7 +96,7 @@ use serde::Deserialize;
 use super::executor::Emulator;
 use super::machine::{Exit, syscall_name};
 use crate::guest::Recorder;
-use crate::linux::net::{Addr, Packet, Segment, ipv4};
+use crate::linux::net::{Addr, Packet, ipv4};
 
 /// Instructions a node runs before another may (when another can).
 pub const SLICE: u64 = super::threads::QUANTUM;
@@ -591,13 +591,9 @@ impl Cluster {
                 Addr::Unix(_) => None,
             };
             let Some(to) = to else {
-                if let Segment::Syn { src } = packet.segment {
-                    let refused = Packet {
-                        from: packet.to,
-                        to: packet.from,
-                        segment: Segment::Refused { dst: src },
-                    };
-                    self.fly(from, from, Cargo::Packet(refused), self.latency);
+                // No node has the address: a connect is refused.
+                if let Some(answer) = packet.unanswered() {
+                    self.fly(from, from, Cargo::Packet(answer), self.latency);
                 }
                 continue;
             };
@@ -746,19 +742,12 @@ impl Cluster {
             let Flight { from, to, cargo } = flight;
             let node = &mut self.nodes[to];
             if node.state == State::Exited {
-                // No one listens there any more: a connect is refused.
-                if let Cargo::Packet(Packet {
-                    from: sender,
-                    to: address,
-                    segment: Segment::Syn { src },
-                }) = cargo
+                // No one listens there any more: a connect is refused, a
+                // connection's segment resets it.
+                if let Cargo::Packet(packet) = &cargo
+                    && let Some(answer) = packet.unanswered()
                 {
-                    let refused = Packet {
-                        from: address,
-                        to: sender,
-                        segment: Segment::Refused { dst: src },
-                    };
-                    self.fly(to, from, Cargo::Packet(refused), self.latency);
+                    self.fly(to, from, Cargo::Packet(answer), self.latency);
                 }
                 continue;
             }
