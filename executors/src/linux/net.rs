@@ -292,6 +292,29 @@ pub struct Socket {
     pub generation: u64,
 }
 
+impl Socket {
+    /// Resets a connection to another node (a connect in progress is
+    /// refused); whether this socket is one.
+    fn reset(&mut self) -> bool {
+        let State::Wire {
+            error,
+            peer_done,
+            connected,
+            ..
+        } = &mut self.state
+        else {
+            return false;
+        };
+        *error = -104; // ECONNRESET
+        *peer_done = true;
+        if connected.is_none() {
+            *connected = Some(-111);
+        }
+        self.generation += 1;
+        true
+    }
+}
+
 /// The node's sockets.
 #[derive(Debug, Clone, Default)]
 pub struct Net {
@@ -553,22 +576,8 @@ impl Net {
                             .remote
                             .as_ref()
                             .is_some_and(|r| same_endpoint(r, &from));
-                    if let (
-                        true,
-                        State::Wire {
-                            error,
-                            peer_done,
-                            connected,
-                            ..
-                        },
-                    ) = (ours, &mut socket.state)
-                    {
-                        *error = -104; // ECONNRESET
-                        *peer_done = true;
-                        if connected.is_none() {
-                            *connected = Some(-111);
-                        }
-                        socket.generation += 1;
+                    if ours {
+                        socket.reset();
                     }
                 }
             }
@@ -615,22 +624,7 @@ impl Net {
     pub fn reset_from(&mut self, ip: &[u8; 16]) {
         for socket in &mut self.sockets {
             let to_it = matches!(&socket.remote, Some(Addr::Inet { ip: r, .. }) if r == ip);
-            if let (
-                true,
-                State::Wire {
-                    error,
-                    peer_done,
-                    connected,
-                    ..
-                },
-            ) = (to_it, &mut socket.state)
-            {
-                *error = -104; // ECONNRESET
-                *peer_done = true;
-                if connected.is_none() {
-                    *connected = Some(-111);
-                }
-                socket.generation += 1;
+            if to_it && socket.reset() {
                 self.changed = true;
             }
         }
