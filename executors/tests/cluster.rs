@@ -531,3 +531,71 @@ fn a_tokio_server_s_write_acknowledged_before_it_was_durable_is_lost_in_a_crash(
         );
     }
 }
+
+#[test]
+fn a_stop_sends_sigterm_and_a_node_s_end_after_it_is_judged() {
+    let scratch = Scratch::new("stop");
+    let dir = &scratch.0;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/stop.c");
+    let Some(program) = build_c(&source, &dir.join("stop"), &[]) else {
+        return;
+    };
+    let open = |mode: &str, stop: &str| {
+        let file = dir.join(format!("stop-{mode}.toml"));
+        let program = program.display();
+        std::fs::write(
+            &file,
+            format!(
+                "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"{mode}\"]\n\
+                 faults = false\n\n\
+                 [[node]]\nname = \"client\"\nprogram = \"{program}\"\nargs = [\"client\"]\n\
+                 workload = true\nfaults = false\n\n[faults]\nperiod_ms = 0\n\n{stop}"
+            ),
+        )
+        .unwrap();
+        Cluster::open(&file, 50_000_000).unwrap()
+    };
+    let stop = "[stop]\nterm = true\ngrace_ms = 200\n";
+    let stdout = |c: &Cluster| String::from_utf8_lossy(&c.machine(0).kernel.stdout).into_owned();
+    let state = |c: &Cluster| c.machine(0).kernel.file_contents("/state");
+
+    // Its handler ends the wait in accept (EINTR), it writes its state
+    // and exits 0: an orderly stop, the same on every run.
+    let mut orderly = open("orderly", stop);
+    for _ in 0..2 {
+        assert_eq!(orderly.execute(&[]), End::Ok);
+        assert_eq!(stdout(&orderly), "stopped in order\n");
+        assert_eq!(state(&orderly).as_deref(), Some(&b"stopped\n"[..]));
+        assert!(
+            orderly
+                .machine(0)
+                .calls
+                .iter()
+                .any(|&(n, r)| n == 202 && r == -4),
+            "accept returned EINTR"
+        );
+    }
+    // Without [stop] the run ends with the workload: no SIGTERM.
+    let mut unstopped = open("orderly", "");
+    assert_eq!(unstopped.execute(&[]), End::Ok);
+    assert_eq!(stdout(&unstopped), "");
+    assert_eq!(state(&unstopped), None);
+    // Exiting 3 after SIGTERM is a finding naming the node and the stop.
+    let mut broken = open("broken", stop);
+    let end = broken.execute(&[]);
+    let End::Crash(dst_kernel::Outcome::Crash { message, .. }) = &end else {
+        panic!("{end:?}")
+    };
+    assert_eq!(
+        message,
+        "node server: the program exited with status 3 (stopping: after SIGTERM)"
+    );
+    // SIGTERM's default action is an orderly end; one ignored is killed
+    // when its grace ends.
+    for mode in ["default", "ignore"] {
+        let mut cluster = open(mode, stop);
+        assert_eq!(cluster.execute(&[]), End::Ok, "{mode}");
+        assert_eq!(stdout(&cluster), "", "{mode}");
+        assert_eq!(state(&cluster), None, "{mode}");
+    }
+}

@@ -31,7 +31,7 @@ mod signals;
 pub(crate) use dst::world::clock::EPOCH_NS;
 pub use files::Disk;
 
-pub use signals::{Cause, Regs, SigAction, Signals, TRAMPOLINE};
+pub use signals::{Cause, Regs, SA_RESTART, SigAction, Signals, TRAMPOLINE};
 
 /// Page size of the guest.
 pub const PAGE: u64 = 4096;
@@ -302,6 +302,12 @@ impl Kernel {
             File::Socket(id) => self.net.close(id),
             _ => self.io.close(file),
         }
+    }
+
+    /// Thread `tid`'s waiting call was interrupted by a signal: a call it
+    /// makes next starts its own wait.
+    pub fn interrupted(&mut self, tid: u64) {
+        self.restarts.remove(&tid);
     }
 
     /// The call of `ctx` waits, at most `timeout` nanoseconds (`None`:

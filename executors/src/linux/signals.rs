@@ -34,6 +34,8 @@ const UC_REGS: u64 = UC + 176;
 const UC_FP: u64 = UC_REGS + 256;
 /// `sa_flags` bits.
 const SA_ONSTACK: u64 = 0x0800_0000;
+/// A call the signal interrupted is made again after its handler.
+pub const SA_RESTART: u64 = 0x1000_0000;
 const SA_NODEFER: u64 = 0x4000_0000;
 const SA_RESETHAND: u64 = 0x8000_0000;
 /// `SS_ONSTACK`: the thread runs on its alternate stack.
@@ -192,12 +194,16 @@ impl Signals {
         }
     }
 
+    /// Whether thread `tid` blocks `signal` (its mask).
+    pub fn blocks(&self, tid: u64, signal: u64) -> bool {
+        self.masks.get(&tid).copied().unwrap_or(0) & bit(signal) != 0
+    }
+
     /// Whether a fault's `signal` would run a handler in thread `tid`
     /// (else it ends the process, as a blocked or default one does).
     pub fn handles(&self, tid: u64, signal: u64) -> bool {
         let handler = self.action(signal).handler;
-        let blocked = self.masks.get(&tid).copied().unwrap_or(0) & bit(signal) != 0;
-        handler != SIG_DFL && handler != SIG_IGN && !blocked
+        handler != SIG_DFL && handler != SIG_IGN && !self.blocks(tid, signal)
     }
 
     /// Delivers `signal` to thread `tid`, whose registers are `regs`: its

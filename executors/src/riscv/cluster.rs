@@ -28,6 +28,10 @@
 //! history = "/history.jsonl"  # what workloads append to (JSON lines)
 //! model = "register"          # register, kv, queue or set
 //!
+//! [stop]
+//! term = true            # SIGTERM to the other nodes once the workload is done
+//! grace_ms = 1000        # then the time they have to exit
+//!
 //! [faults]
 //! period_ms = 100        # the nemesis's rounds, in virtual time (0: none)
 //! partitions = true      # a round may cut links (healed 1-8 rounds later)
@@ -101,6 +105,9 @@ use crate::linux::net::{Addr, Packet, ipv4};
 /// Instructions a node runs before another may (when another can).
 pub const SLICE: u64 = super::threads::QUANTUM;
 
+/// The signal a stop sends ([`StopConfig::term`]).
+const SIGTERM: i32 = 15;
+
 /// Bytes of the edge map (shared by the nodes).
 const EDGES: usize = 1 << 16;
 
@@ -115,6 +122,29 @@ pub struct Config {
     pub faults: FaultsConfig,
     /// Histories to check at the end of every run.
     pub check: Option<CheckConfig>,
+    #[serde(default)]
+    pub stop: StopConfig,
+}
+
+/// The `[stop]` of a cluster file: how the nodes that are not the
+/// workload stop when it is done.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopConfig {
+    /// Whether they get SIGTERM, as a service manager stops a service,
+    /// and the run goes on until they exit or their grace ends (else the
+    /// run ends with the workload). Exiting with status 0 or by SIGTERM's
+    /// default action is an orderly stop; any other end is a finding.
+    #[serde(default)]
+    pub term: bool,
+    /// Virtual milliseconds they have to exit (then they are killed, as
+    /// SIGKILL after a grace period; no finding).
+    #[serde(default = "grace_ms")]
+    pub grace_ms: u64,
+}
+
+fn grace_ms() -> u64 {
+    1000
 }
 
 /// The `[check]` of a cluster file: a history the workload writes, and
@@ -394,6 +424,10 @@ pub struct Cluster {
     nemesis: Nemesis,
     /// While the cluster sets up: which nodes have been idle once.
     setting_up: Option<Vec<bool>>,
+    stop: StopConfig,
+    /// Once the workload is done and the others got SIGTERM: until when
+    /// they may run.
+    stopping: Option<u64>,
 }
 
 impl Cluster {
@@ -525,6 +559,8 @@ impl Cluster {
             pausable: config.node.iter().map(|n| n.faults).collect(),
             nemesis: Nemesis::default(),
             setting_up: None,
+            stop: config.stop.clone(),
+            stopping: None,
         };
         cluster.set_up();
         Ok(cluster)
@@ -801,6 +837,27 @@ impl Cluster {
             .all(|n| n.state == State::Exited)
     }
 
+    /// The workload is done: every other node still running gets
+    /// SIGTERM (a waiting thread wakes to take it); one whose default
+    /// action ends it exits now. `Some` when a node's end is a finding.
+    fn terminate(&mut self) -> Option<End> {
+        for i in 0..self.nodes.len() {
+            let node = &mut self.nodes[i];
+            if node.state == State::Exited {
+                continue;
+            }
+            match node.emulator.machine.signal_process(SIGTERM as u64) {
+                None => node.state = State::Ready,
+                Some(exit) => {
+                    if let Some(end) = self.after_slice(i, exit) {
+                        return Some(end);
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Node `i` runs one slice; `Some` ends the run.
     fn run_node(&mut self, i: usize, limit: u64, edges: &mut [u8]) -> Option<End> {
         let node = &mut self.nodes[i];
@@ -808,10 +865,17 @@ impl Cluster {
         std::mem::swap(&mut machine.recorder, &mut self.recorder);
         machine.now = machine.now.max(self.now);
         let before = machine.cpu.retired;
-        let mut exit = machine.run_with(limit, edges);
+        let exit = machine.run_with(limit, edges);
         self.used += machine.cpu.retired - before;
         self.now = self.now.max(machine.now);
         std::mem::swap(&mut machine.recorder, &mut self.recorder);
+        self.after_slice(i, exit)
+    }
+
+    /// Node `i` stopped with `exit` (after a slice, or a signal's default
+    /// action): its packets leave, a crashed node restarts, an exited one
+    /// hangs up; `Some` ends the run.
+    fn after_slice(&mut self, i: usize, mut exit: Exit) -> Option<End> {
         if !matches!(
             exit,
             Exit::OutOfInstructions | Exit::Idle { .. } | Exit::Crashed
@@ -838,6 +902,7 @@ impl Cluster {
                 self.fly(i, j, Cargo::Reset(ip), self.latency);
             }
         }
+        let stopping = self.stopping.is_some();
         let node = &mut self.nodes[i];
         match exit {
             Exit::OutOfInstructions => {
@@ -855,6 +920,12 @@ impl Cluster {
                 node.state = State::Exited;
                 None
             }
+            Exit::Signal {
+                signal: SIGTERM, ..
+            } if stopping => {
+                node.state = State::Exited;
+                None
+            }
             exit => {
                 node.state = State::Exited;
                 let name = node.name.clone();
@@ -865,7 +936,11 @@ impl Cluster {
                         location,
                     }) => End::Crash(dst_kernel::Outcome::Crash {
                         cause,
-                        message: format!("node {name}: {message}"),
+                        message: if stopping {
+                            format!("node {name}: {message} (stopping: after SIGTERM)")
+                        } else {
+                            format!("node {name}: {message}")
+                        },
                         location,
                     }),
                     end => end,
@@ -886,6 +961,7 @@ impl Cluster {
         self.sent = start.sent;
         self.current = start.current;
         self.used = 0;
+        self.stopping = None;
         for (i, node) in self.nodes.iter_mut().enumerate() {
             node.emulator.machine.clone_from(&start.machines[i]);
             node.state = start.states[i];
@@ -909,7 +985,18 @@ impl Cluster {
         }
         loop {
             if self.done() {
-                return Some(End::Ok);
+                if self.stopping.is_none() && self.stop.term && self.setting_up.is_none() {
+                    self.stopping = Some(self.now.saturating_add(self.stop.grace_ms * 1_000_000));
+                    if let Some(end) = self.terminate() {
+                        return Some(end);
+                    }
+                }
+                let stopped = self.stopping.is_none_or(|until| {
+                    self.now >= until || self.nodes.iter().all(|n| n.state == State::Exited)
+                });
+                if stopped {
+                    return Some(End::Ok);
+                }
             }
             if self
                 .setting_up
@@ -934,7 +1021,13 @@ impl Cluster {
                 .filter(|&i| self.nemesis.paused[i] <= self.now)
                 .collect();
             if ready.is_empty() {
-                match self.next_event() {
+                // A stop's grace ends too (it is later than now: else the
+                // run would have ended above).
+                let next = match (self.next_event(), self.stopping) {
+                    (Some(at), Some(until)) => Some(at.min(until)),
+                    (at, until) => at.or(until),
+                };
+                match next {
                     Some(at) => {
                         debug_assert!(at > self.now, "what is due has happened");
                         self.now = at;

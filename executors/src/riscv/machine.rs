@@ -51,7 +51,7 @@ use crate::guest::Recorder;
 
 /// Where the stack ends (grows down from here) and how big it is.
 const STACK_TOP: u64 = 0x7FFF_F000_0000;
-use crate::linux::{Cause, Context, Guest, Kernel, Outcome, Regs, STACK_SIZE};
+use crate::linux::{Cause, Context, Guest, Kernel, Outcome, Regs, SA_RESTART, STACK_SIZE};
 /// The realtime clock at the start of every run (one epoch for every level).
 pub(super) use dst::world::clock::EPOCH_NS;
 
@@ -737,6 +737,41 @@ impl Machine {
         self.timed = self.cpu.retired;
         self.skew = crashed.skew;
         std::mem::swap(&mut self.recorder, &mut crashed.recorder);
+    }
+
+    /// A signal from outside the process (a cluster's SIGTERM when it
+    /// stops a node), as `kill` sends one: to the first live thread that
+    /// does not block it (else the first, where it waits), which stops
+    /// waiting to take it. `Some` when its default action ends the
+    /// process.
+    pub fn signal_process(&mut self, signal: u64) -> Option<Exit> {
+        let live: Vec<u64> = self
+            .threads
+            .list
+            .iter()
+            .filter(|t| t.state != State::Exited)
+            .map(|t| t.tid)
+            .collect();
+        let target = live
+            .iter()
+            .copied()
+            .find(|&tid| !self.kernel.signals.blocks(tid, signal))
+            .or(live.first().copied())?;
+        match self.kernel.signals.send(target, signal) {
+            outcome @ (Outcome::Killed(_) | Outcome::Unsupported(_)) => {
+                Some(self.ended(outcome, 129))
+            }
+            _ => {
+                if self.kernel.signals.handles(target, signal) {
+                    let restart = self.kernel.signals.action(signal).flags & SA_RESTART != 0;
+                    if let Some(number) = self.threads.interrupt(&mut self.cpu, target, restart) {
+                        self.kernel.interrupted(target);
+                        self.calls.push((number, -4)); // EINTR
+                    }
+                }
+                None
+            }
+        }
     }
 
     /// Wakes the threads blocked in a system call when a file's readiness

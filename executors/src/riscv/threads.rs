@@ -419,6 +419,34 @@ impl Threads {
         woken
     }
 
+    /// A signal came for thread `tid`, whose handler will run: if it
+    /// waits, it runs again to take it. A futex wait or a sleep returns
+    /// EINTR; a call it would make again ([`POLL`]) is made again after
+    /// the handler with `restart` (`SA_RESTART`), else it returns EINTR
+    /// now: `Some` of that call's number.
+    pub(super) fn interrupt(&mut self, cpu: &mut Cpu, tid: u64, restart: bool) -> Option<u64> {
+        let t = self.list.iter().position(|t| t.tid == tid)?;
+        let State::Waiting { address, .. } = self.list[t].state else {
+            return None;
+        };
+        self.list[t].state = State::Runnable;
+        if address == POLL && restart {
+            return None;
+        }
+        self.set_result(cpu, t, -4); // EINTR
+        if address != POLL {
+            return None;
+        }
+        // Past the ecall it was to make again.
+        let regs = if t == self.current {
+            &mut *cpu
+        } else {
+            &mut self.list[t].cpu
+        };
+        regs.pc += 4;
+        Some(regs.x[17])
+    }
+
     /// The running thread exits (`exit`): its `clear_tid` is zeroed and
     /// woken. `Some(status)` when it was the last thread.
     pub(super) fn exit_thread(&mut self, m: &mut Parts<'_>, status: i32) -> Option<i32> {
