@@ -270,6 +270,28 @@ fn a_cluster_s_lost_write_is_found_shrunk_and_replayed_with_each_node_s_calls() 
         shown.contains("lost an acknowledged write: read"),
         "{shown}"
     );
+    // minimize and ci take the cluster too: the minimized input still
+    // fails; ci replays the stored finding (still failing: not new).
+    let findings = dir.join("findings/register");
+    let folder = std::fs::read_dir(&findings)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("input").is_file())
+        .unwrap();
+    let input = folder.join("input");
+    let minimized = driver(
+        &dir,
+        &["minimize", input.to_str().unwrap(), "--cluster", file],
+    );
+    // (Exit 1: the input it wrote fails.)
+    assert_eq!(minimized.status.code(), Some(1), "{}", text(&minimized));
+    let min = folder.join("input.min");
+    let replay = driver(&dir, &["replay", min.to_str().unwrap(), "--cluster", file]);
+    assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+    let ci = driver(&dir, &["ci", "register", "--cluster", file, "--time", "2s"]);
+    let said = text(&ci);
+    assert_eq!(ci.status.code(), Some(0), "{said}");
+    assert!(said.contains("1 still failing"), "{said}");
 
     // A cluster file with an unknown key, or a node whose program is no
     // riscv64 program: one line, exit 4.
