@@ -599,3 +599,67 @@ fn a_stop_sends_sigterm_and_a_node_s_end_after_it_is_judged() {
         assert_eq!(state(&cluster), None, "{mode}");
     }
 }
+
+#[test]
+fn clock_skew_and_a_lost_datagram_are_each_found_and_replay() {
+    let scratch = Scratch::new("clock");
+    let dir = &scratch.0;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/clock.c");
+    let Some(program) = build_c(&source, &dir.join("clock"), &[]) else {
+        return;
+    };
+    let open = |name: &str, skew: u64| {
+        let file = dir.join(format!("clock-{name}.toml"));
+        let program = program.display();
+        std::fs::write(
+            &file,
+            format!(
+                "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"9000\"]\n\
+                 faults = false\n\n\
+                 [[node]]\nname = \"client\"\nprogram = \"{program}\"\n\
+                 args = [\"client\", \"10.0.0.1\", \"9000\"]\nworkload = true\nfaults = false\n\n\
+                 [network]\nmax_delay_us = 0\n\n[faults]\nperiod_ms = 0\nmax_skew_ms = {skew}\n"
+            ),
+        )
+        .unwrap();
+        Cluster::open(&file, 50_000_000).unwrap()
+    };
+    let status = |end: &End| match end {
+        End::Crash(dst_kernel::Outcome::Crash { message, .. }) => message.clone(),
+        end => format!("{end:?}"),
+    };
+    let inputs: Vec<Vec<u8>> = (1u64..600).map(|seed| input(seed, 64)).collect();
+    // (Random inputs also jump a node's clock forward at its readings, so
+    // clocks may be apart without skew: the skew is checked itself.)
+    let skewed = |c: &Cluster| (c.machine(0).skew - c.machine(1).skew).abs() > 50_000_000;
+    for (name, skew, wanted, said) in [
+        ("skew", 500, "status 3", "clocks "),
+        ("loss", 0, "status 2", "lost\n"),
+    ] {
+        let mut cluster = open(name, skew);
+        assert_eq!(cluster.execute(&[]), End::Ok, "{name}: nominal");
+        let mut ends = Vec::new();
+        let failing = inputs
+            .iter()
+            .find(|input| {
+                let end = status(&cluster.execute(input));
+                let found = end.ends_with(wanted) && (skew == 0 || skewed(&cluster));
+                ends.push(end);
+                found
+            })
+            .unwrap_or_else(|| panic!("{name}: found among {ends:?}"));
+        let first = cluster.execute(failing);
+        let stderr = String::from_utf8_lossy(&cluster.machine(1).kernel.stderr).into_owned();
+        assert!(stderr.contains(said), "{name}: {stderr}");
+        let calls = cluster.machine(1).calls.clone();
+        assert_eq!(
+            cluster.execute(failing),
+            first,
+            "{name}: the same on replay"
+        );
+        assert_eq!(cluster.machine(1).calls, calls, "{name}");
+        if skew == 0 {
+            assert!(!skewed(&cluster), "no skew without max_skew_ms");
+        }
+    }
+}

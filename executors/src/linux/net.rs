@@ -747,7 +747,14 @@ impl Net {
     pub fn connect(&mut self, id: usize, to: Addr) -> i64 {
         let stream = self.sockets[id].stream;
         if self.sockets[id].local.is_none() && self.sockets[id].family != AF_UNIX {
-            let addr = self.any_addr(self.sockets[id].family);
+            // Bound to the address its packets leave from: a datagram
+            // socket connected to another node, the node's own.
+            let addr = if !stream && self.remote(&to) {
+                let port = self.ephemeral();
+                self.own(port)
+            } else {
+                self.any_addr(self.sockets[id].family)
+            };
             self.sockets[id].local = Some(addr);
         }
         if !stream {
@@ -892,8 +899,21 @@ impl Net {
                     return Err(-89); // EDESTADDRREQ
                 };
                 if self.sockets[id].local.is_none() {
-                    let addr = self.any_addr(self.sockets[id].family);
-                    self.sockets[id].local = Some(addr);
+                    // Bound at its first send, as Linux does: to the any
+                    // address (an answer to any of the node's addresses
+                    // reaches it) and a port of its own.
+                    let family = self.sockets[id].family;
+                    let port = self.ephemeral();
+                    let ip = if family == AF_INET6 {
+                        [0; 16]
+                    } else {
+                        ipv4([0, 0, 0, 0])
+                    };
+                    self.sockets[id].local = Some(Addr::Inet {
+                        v6: family == AF_INET6,
+                        ip,
+                        port,
+                    });
                 }
                 let from = self.sockets[id].local.clone().expect("bound above");
                 if self.remote(&to) {
