@@ -53,6 +53,13 @@ fn build_c(source: &Path, program: &Path, flags: &[&str]) -> Option<PathBuf> {
     Some(program.to_path_buf())
 }
 
+/// The cluster of the file `dir/NAME.toml`, written with `text`.
+fn cluster_file(dir: &Path, name: &str, text: &str) -> Cluster {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    Cluster::open(&file, 50_000_000).unwrap()
+}
+
 /// The register cluster of `examples/cluster/register.toml`, its server
 /// `server` (a program in `dir`).
 fn register(dir: &Path, server: &str) -> Cluster {
@@ -253,19 +260,14 @@ fn a_go_client_s_retry_that_is_not_idempotent_counts_twice_after_a_slow_answer()
 /// The heartbeat cluster (`tests/cluster/heartbeat.c` on two nodes) with
 /// `faults` as its `[faults]` section, the server's own `faults` on.
 fn heartbeat(dir: &Path, program: &Path, name: &str, faults: &str) -> Cluster {
-    let file = dir.join(format!("{name}.toml"));
     let program = program.display();
-    std::fs::write(
-        &file,
-        format!(
-            "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"9000\"]\n\n\
-             [[node]]\nname = \"client\"\nprogram = \"{program}\"\n\
-             args = [\"client\", \"10.0.0.1\", \"9000\"]\nworkload = true\nfaults = false\n\n\
-             [network]\nmax_delay_us = 0\n\n[faults]\n{faults}\n"
-        ),
-    )
-    .unwrap();
-    Cluster::open(&file, 50_000_000).unwrap()
+    let text = format!(
+        "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"9000\"]\n\n\
+         [[node]]\nname = \"client\"\nprogram = \"{program}\"\n\
+         args = [\"client\", \"10.0.0.1\", \"9000\"]\nworkload = true\nfaults = false\n\n\
+         [network]\nmax_delay_us = 0\n\n[faults]\n{faults}\n"
+    );
+    cluster_file(dir, name, &text)
 }
 
 #[test]
@@ -541,19 +543,14 @@ fn a_stop_sends_sigterm_and_a_node_s_end_after_it_is_judged() {
         return;
     };
     let open = |mode: &str, stop: &str| {
-        let file = dir.join(format!("stop-{mode}.toml"));
         let program = program.display();
-        std::fs::write(
-            &file,
-            format!(
-                "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"{mode}\"]\n\
-                 faults = false\n\n\
-                 [[node]]\nname = \"client\"\nprogram = \"{program}\"\nargs = [\"client\"]\n\
-                 workload = true\nfaults = false\n\n[faults]\nperiod_ms = 0\n\n{stop}"
-            ),
-        )
-        .unwrap();
-        Cluster::open(&file, 50_000_000).unwrap()
+        let text = format!(
+            "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"{mode}\"]\n\
+             faults = false\n\n\
+             [[node]]\nname = \"client\"\nprogram = \"{program}\"\nargs = [\"client\"]\n\
+             workload = true\nfaults = false\n\n[faults]\nperiod_ms = 0\n\n{stop}"
+        );
+        cluster_file(dir, &format!("stop-{mode}"), &text)
     };
     let stop = "[stop]\nterm = true\ngrace_ms = 200\n";
     let stdout = |c: &Cluster| String::from_utf8_lossy(&c.machine(0).kernel.stdout).into_owned();
@@ -609,20 +606,15 @@ fn clock_skew_and_a_lost_datagram_are_each_found_and_replay() {
         return;
     };
     let open = |name: &str, skew: u64| {
-        let file = dir.join(format!("clock-{name}.toml"));
         let program = program.display();
-        std::fs::write(
-            &file,
-            format!(
-                "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"9000\"]\n\
-                 faults = false\n\n\
-                 [[node]]\nname = \"client\"\nprogram = \"{program}\"\n\
-                 args = [\"client\", \"10.0.0.1\", \"9000\"]\nworkload = true\nfaults = false\n\n\
-                 [network]\nmax_delay_us = 0\n\n[faults]\nperiod_ms = 0\nmax_skew_ms = {skew}\n"
-            ),
-        )
-        .unwrap();
-        Cluster::open(&file, 50_000_000).unwrap()
+        let text = format!(
+            "[[node]]\nname = \"server\"\nprogram = \"{program}\"\nargs = [\"server\", \"9000\"]\n\
+             faults = false\n\n\
+             [[node]]\nname = \"client\"\nprogram = \"{program}\"\n\
+             args = [\"client\", \"10.0.0.1\", \"9000\"]\nworkload = true\nfaults = false\n\n\
+             [network]\nmax_delay_us = 0\n\n[faults]\nperiod_ms = 0\nmax_skew_ms = {skew}\n"
+        );
+        cluster_file(dir, &format!("clock-{name}"), &text)
     };
     let status = |end: &End| match end {
         End::Crash(dst_kernel::Outcome::Crash { message, .. }) => message.clone(),
