@@ -655,3 +655,38 @@ fn clock_skew_and_a_lost_datagram_are_each_found_and_replay() {
         }
     }
 }
+
+#[test]
+fn a_realtime_futex_deadline_moves_with_the_node_s_skew() {
+    let scratch = Scratch::new("timedwait");
+    let dir = &scratch.0;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/timedwait.c");
+    let Some(program) = build_c(&source, &dir.join("timedwait"), &["-pthread"]) else {
+        return;
+    };
+    let text = format!(
+        "[[node]]\nname = \"alone\"\nprogram = \"{}\"\nworkload = true\nfaults = false\n\n\
+         [faults]\nperiod_ms = 0\nmax_skew_ms = 1000\n",
+        program.display()
+    );
+    let mut cluster = cluster_file(dir, "timedwait", &text);
+    assert_eq!(cluster.execute(&[]), End::Ok, "nominal");
+    // The run's first decisions are the node's skew (a fault byte, then
+    // the amount); every later one nominal (no jump of a reading): a
+    // deadline 10 ms past a realtime reading is 10 ms away whatever the
+    // skew, from a second behind to a second ahead.
+    for amount in [0u8, 0x40, 0x80, 0xFF] {
+        let mut skewed = vec![0u8; dst::decision::SEED_BYTES];
+        skewed.extend([0xFF, amount, 0, 0]);
+        let end = cluster.execute(&skewed);
+        let machine = cluster.machine(0);
+        assert_ne!(machine.skew, 0, "amount {amount}");
+        assert_eq!(
+            end,
+            End::Ok,
+            "skew {} ms: {}",
+            machine.skew / 1_000_000,
+            String::from_utf8_lossy(&machine.kernel.stderr)
+        );
+    }
+}

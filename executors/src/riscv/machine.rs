@@ -866,6 +866,7 @@ impl Machine {
             memory: &mut self.memory,
             now: &mut self.now,
             recorder: &mut self.recorder,
+            skew: self.skew,
         };
         f(&mut self.threads, &mut parts)
     }

@@ -160,6 +160,9 @@ pub(super) struct Parts<'a> {
     pub now: &'a mut u64,
     /// Takes the schedule's decisions and counts preemptions.
     pub recorder: &'a mut Recorder,
+    /// The node's realtime clock's offset (nanoseconds): an absolute
+    /// realtime deadline is this much later in virtual time.
+    pub skew: i64,
 }
 
 /// Threads waiting for ever, when none can run: (tid, futex address, pc)
@@ -302,7 +305,7 @@ impl Threads {
                     Some(if cmd == 0 {
                         m.now.saturating_add(t)
                     } else if realtime {
-                        t.saturating_sub(dst::world::clock::EPOCH_NS)
+                        t.saturating_sub(dst::world::clock::EPOCH_NS.saturating_add_signed(m.skew))
                     } else {
                         t
                     })
