@@ -7,11 +7,12 @@
  *                      (the same, but it exits 3), "default" (no handler:
  *                      SIGTERM's default action ends it), "ignore"
  *                      (SIG_IGN: it never stops).
- *   stop client        connects once to 10.0.0.1:7000, then exits 0: the
- *                      workload. */
+ *   stop client        connects once to server:7000 (by name), then
+ *                      exits 0: the workload. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,11 +55,12 @@ int main(int argc, char **argv) {
     printf("stopped in order\n");
     return strcmp(mode, "broken") == 0 ? 3 : 0;
   }
-  /* The server is the cluster's first node: 10.0.0.1. */
-  struct sockaddr_in server = {.sin_family = AF_INET, .sin_port = htons(7000)};
-  inet_pton(AF_INET, "10.0.0.1", &server.sin_addr);
+  /* The server by its name: static glibc's getaddrinfo reads the node's
+   * /etc/hosts (its files backend is built into libc since 2.34). */
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *server;
+  if (getaddrinfo("server", "7000", &hints, &server)) return 20;
   int s = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(s, (struct sockaddr *)&server, sizeof server)) return 21;
+  if (connect(s, server->ai_addr, server->ai_addrlen)) return 21;
   close(s);
   return 0;
 }
