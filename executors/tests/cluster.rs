@@ -557,20 +557,22 @@ fn a_stop_sends_sigterm_and_a_node_s_end_after_it_is_judged() {
     let state = |c: &Cluster| c.machine(0).kernel.file_contents("/state");
 
     // Its handler ends the wait in accept (EINTR), it writes its state
-    // and exits 0: an orderly stop, the same on every run.
-    let mut orderly = open("orderly", stop);
-    for _ in 0..2 {
-        assert_eq!(orderly.execute(&[]), End::Ok);
-        assert_eq!(stdout(&orderly), "stopped in order\n");
-        assert_eq!(state(&orderly).as_deref(), Some(&b"stopped\n"[..]));
-        assert!(
-            orderly
-                .machine(0)
-                .calls
-                .iter()
-                .any(|&(n, r)| n == 202 && r == -4),
-            "accept returned EINTR"
-        );
+    // and exits 0: an orderly stop, the same on every run. With
+    // SA_RESTART, its wait in poll ends the same way (Linux never
+    // restarts a poll).
+    for (mode, call) in [("orderly", 202), ("restart", 73)] {
+        let mut orderly = open(mode, stop);
+        for _ in 0..2 {
+            assert_eq!(orderly.execute(&[]), End::Ok, "{mode}");
+            assert_eq!(stdout(&orderly), "stopped in order\n", "{mode}");
+            assert_eq!(state(&orderly).as_deref(), Some(&b"stopped\n"[..]));
+            let calls = &orderly.machine(0).calls;
+            assert!(
+                calls.iter().any(|&(n, r)| n == call && r == -4),
+                "{mode}: the wait returned EINTR"
+            );
+            assert!(orderly.now() < 100_000_000, "{mode}: well before its grace");
+        }
     }
     // Without [stop] the run ends with the workload: no SIGTERM.
     let mut unstopped = open("orderly", "");
@@ -587,13 +589,17 @@ fn a_stop_sends_sigterm_and_a_node_s_end_after_it_is_judged() {
         message,
         "node server: the program exited with status 3 (stopping: after SIGTERM)"
     );
-    // SIGTERM's default action is an orderly end; one ignored is killed
-    // when its grace ends.
-    for mode in ["default", "ignore"] {
+    // SIGTERM's default action is an orderly end, at once; one ignored is
+    // killed when its grace (200 ms) ends.
+    for (mode, ended) in [
+        ("default", 0..100_000_000),
+        ("ignore", 200_000_000..u64::MAX),
+    ] {
         let mut cluster = open(mode, stop);
         assert_eq!(cluster.execute(&[]), End::Ok, "{mode}");
         assert_eq!(stdout(&cluster), "", "{mode}");
         assert_eq!(state(&cluster), None, "{mode}");
+        assert!(ended.contains(&cluster.now()), "{mode}: {}", cluster.now());
     }
 }
 
@@ -675,12 +681,22 @@ fn a_realtime_futex_deadline_moves_with_the_node_s_skew() {
     // the amount); every later one nominal (no jump of a reading): a
     // deadline 10 ms past a realtime reading is 10 ms away whatever the
     // skew, from a second behind to a second ahead.
-    for amount in [0u8, 0x40, 0x80, 0xFF] {
+    // The amount: three bytes, big-endian, modulo 2,000,001, less a
+    // million, in microseconds: -1000, -805, +100 and +1000 ms.
+    let amounts: [[u8; 3]; 4] = [
+        [0, 0, 0],
+        [0x40, 0, 0],
+        [0x10, 0xC8, 0xE0],
+        [0x1E, 0x84, 0x80],
+    ];
+    let mut seen = Vec::new();
+    for amount in amounts {
         let mut skewed = vec![0u8; dst::decision::SEED_BYTES];
-        skewed.extend([0xFF, amount, 0, 0]);
+        skewed.push(0xFF);
+        skewed.extend(amount);
         let end = cluster.execute(&skewed);
         let machine = cluster.machine(0);
-        assert_ne!(machine.skew, 0, "amount {amount}");
+        seen.push(machine.skew / 1_000_000);
         assert_eq!(
             end,
             End::Ok,
@@ -689,4 +705,5 @@ fn a_realtime_futex_deadline_moves_with_the_node_s_skew() {
             String::from_utf8_lossy(&machine.kernel.stderr)
         );
     }
+    assert_eq!(seen, [-1000, -805, 100, 1000]);
 }

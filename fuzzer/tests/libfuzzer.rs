@@ -36,17 +36,29 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     assert!(text(&ok).contains("Running: "), "{}", text(&ok));
     // A campaign removes the work folders of campaigns that were killed
-    // (their process is gone), not those of live ones.
+    // (their process is gone), not those of live ones, nor one whose lock
+    // is held (a live campaign in another PID namespace).
     let temp = dir.join("tmp");
-    let dead = {
+    let dead_pid = || {
         let mut child = Command::new("true").spawn().unwrap();
         child.wait().unwrap();
-        temp.join(format!("dst-libfuzzer-{}", child.id()))
+        child.id()
     };
+    let dead = temp.join(format!("dst-libfuzzer-{}", dead_pid()));
     let live = temp.join(format!("dst-libfuzzer-{}", std::process::id()));
-    for d in [&dead, &live] {
+    let locked = temp.join(format!("dst-libfuzzer-{}", dead_pid()));
+    for d in [&dead, &live, &locked] {
         std::fs::create_dir_all(d.join("corpus")).unwrap();
     }
+    let lock = std::fs::File::create(locked.join(".lock")).unwrap();
+    // SAFETY: flock on the descriptor `lock` owns, held to the end.
+    let held = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&lock),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(held, 0);
     let short = Command::new(&magic)
         .args(["-runs=50"])
         .arg(dir.join("short"))
@@ -54,7 +66,12 @@ fn a_harness_runs_files_and_fuzzes_by_itself_as_a_libfuzzer_binary_does() {
         .output()
         .unwrap();
     assert_eq!(short.status.code(), Some(0), "{}", text(&short));
-    assert!(!dead.exists() && live.exists(), "{}", text(&short));
+    assert!(
+        !dead.exists() && live.exists() && locked.exists(),
+        "{}",
+        text(&short)
+    );
+    drop(lock);
     let bad = Command::new(&magic).arg(dir.join("bad")).output().unwrap();
     assert_eq!(bad.status.code(), Some(77), "{}", text(&bad));
     assert!(text(&bad).contains("deadly signal"), "{}", text(&bad));

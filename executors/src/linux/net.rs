@@ -227,9 +227,9 @@ pub enum Segment {
         dst: usize,
     },
     Datagram(Vec<u8>),
-    /// A stream segment met no socket that expected it (closed, or its
-    /// node exited): the connection from the packet's `to` to its `from`
-    /// is reset, as TCP's RST does. Matched by the two addresses: the
+    /// A stream's data or accept met no socket that expected it (closed,
+    /// or its node exited): the connection from the packet's `to` to its
+    /// `from` is reset, as TCP's RST does. Matched by the two addresses: the
     /// sender of the segment it answers may have no id left to name.
     Reset,
 }
@@ -242,8 +242,13 @@ impl Packet {
     pub fn unanswered(&self) -> Option<Packet> {
         let segment = match self.segment {
             Segment::Syn { src } => Segment::Refused { dst: src },
-            Segment::Accepted { .. } | Segment::Data { .. } | Segment::Fin { .. } => Segment::Reset,
-            Segment::Refused { .. } | Segment::Reset | Segment::Datagram(_) => return None,
+            Segment::Accepted { .. } | Segment::Data { .. } => Segment::Reset,
+            // A FIN for a closed socket is acknowledged, as a closing
+            // connection's is (FIN_WAIT, TIME_WAIT): no reset.
+            Segment::Fin { .. }
+            | Segment::Refused { .. }
+            | Segment::Reset
+            | Segment::Datagram(_) => return None,
         };
         Some(Packet {
             from: self.to.clone(),
@@ -299,6 +304,7 @@ impl Socket {
         let State::Wire {
             error,
             peer_done,
+            write_shut,
             connected,
             ..
         } = &mut self.state
@@ -307,6 +313,10 @@ impl Socket {
         };
         *error = -104; // ECONNRESET
         *peer_done = true;
+        // Nothing more leaves it (a write is EPIPE, a close sends no FIN):
+        // a stale segment could meet a new connection between the same
+        // two addresses.
+        *write_shut = true;
         if connected.is_none() {
             *connected = Some(-111);
         }
@@ -462,6 +472,9 @@ impl Net {
     pub fn deliver(&mut self, packet: Packet) {
         let wire = |s: &Socket, peer_known: bool| {
             s.references > 0
+                && s.local
+                    .as_ref()
+                    .is_some_and(|l| same_endpoint(l, &packet.to))
                 && s.remote
                     .as_ref()
                     .is_some_and(|r| same_endpoint(r, &packet.from))
@@ -1425,13 +1438,21 @@ mod tests {
         assert_eq!(server.outbox[0].segment, Segment::Reset);
         carry(&mut server, &mut client);
         assert_eq!(client.receive(c, 16, false), Err(-104));
-        // Nothing answers a reset: no packets chase each other.
-        server.deliver(Packet {
-            from: client.get(c).local.clone().unwrap(),
-            to: server_addr(),
-            segment: Segment::Reset,
-        });
-        assert!(server.outbox.is_empty());
+        // A reset end sends nothing more: a write is EPIPE, a close no FIN.
+        assert_eq!(client.send(c, b"more", None), Err(-32));
+        let from = client.get(c).local.clone().unwrap();
+        client.close(c);
+        assert!(client.outbox.is_empty());
+        // Nothing answers a reset, nor a FIN for a closed socket (it is
+        // acknowledged): no packets chase each other.
+        for segment in [Segment::Reset, Segment::Fin { dst: accepted }] {
+            server.deliver(Packet {
+                from: from.clone(),
+                to: server_addr(),
+                segment,
+            });
+            assert!(server.outbox.is_empty());
+        }
     }
 
     #[test]

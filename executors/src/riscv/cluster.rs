@@ -133,8 +133,11 @@ pub struct Config {
 pub struct StopConfig {
     /// Whether they get SIGTERM, as a service manager stops a service,
     /// and the run goes on until they exit or their grace ends (else the
-    /// run ends with the workload). Exiting with status 0 or by SIGTERM's
-    /// default action is an orderly stop; any other end is a finding.
+    /// run ends with the workload). Exiting with status 0 or 143 (128 +
+    /// SIGTERM) or by SIGTERM's default action is an orderly stop; any
+    /// other end is a finding. The grace is virtual time: a node that
+    /// computes through it meets the run's instruction budget first (a
+    /// timeout finding).
     #[serde(default)]
     pub term: bool,
     /// Virtual milliseconds they have to exit (then they are killed, as
@@ -605,6 +608,11 @@ impl Cluster {
         self.nodes.iter().map(|n| n.name.as_str()).collect()
     }
 
+    /// The virtual time (nanoseconds) at which the last run ended.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
     /// Node `i`'s machine as the last run left it.
     pub fn machine(&self, i: usize) -> &super::machine::Machine {
         &self.nodes[i].emulator.machine
@@ -920,9 +928,14 @@ impl Cluster {
                 node.state = State::Exited;
                 None
             }
+            // Ended by SIGTERM, or exiting with 128 + SIGTERM as shells
+            // and JVMs report it.
             Exit::Signal {
                 signal: SIGTERM, ..
-            } if stopping => {
+            }
+            | Exit::Status(143)
+                if stopping =>
+            {
                 node.state = State::Exited;
                 None
             }
@@ -986,7 +999,8 @@ impl Cluster {
         loop {
             if self.done() {
                 if self.stopping.is_none() && self.stop.term && self.setting_up.is_none() {
-                    self.stopping = Some(self.now.saturating_add(self.stop.grace_ms * 1_000_000));
+                    let grace = self.stop.grace_ms.saturating_mul(1_000_000);
+                    self.stopping = Some(self.now.saturating_add(grace));
                     if let Some(end) = self.terminate() {
                         return Some(end);
                     }

@@ -425,27 +425,31 @@ impl Threads {
     /// A signal came for thread `tid`, whose handler will run: if it
     /// waits, it runs again to take it. A futex wait or a sleep returns
     /// EINTR; a call it would make again ([`POLL`]) is made again after
-    /// the handler with `restart` (`SA_RESTART`), else it returns EINTR
-    /// now: `Some` of that call's number.
+    /// the handler with `restart` (`SA_RESTART`; never a wait for
+    /// readiness, as on Linux), else it returns EINTR now: `Some` of that
+    /// call's number.
     pub(super) fn interrupt(&mut self, cpu: &mut Cpu, tid: u64, restart: bool) -> Option<u64> {
         let t = self.list.iter().position(|t| t.tid == tid)?;
         let State::Waiting { address, .. } = self.list[t].state else {
             return None;
         };
         self.list[t].state = State::Runnable;
-        if address == POLL && restart {
-            return None;
-        }
-        self.set_result(cpu, t, -4); // EINTR
-        if address != POLL {
-            return None;
-        }
-        // Past the ecall it was to make again.
         let regs = if t == self.current {
             &mut *cpu
         } else {
             &mut self.list[t].cpu
         };
+        // Linux never restarts the waits for readiness (epoll_pwait,
+        // pselect6, ppoll, epoll_pwait2), whatever the handler's flags.
+        let never_restarted = matches!(regs.x[17], 22 | 72 | 73 | 441);
+        if address == POLL && restart && !never_restarted {
+            return None;
+        }
+        regs.x[10] = (-4i64) as u64; // EINTR
+        if address != POLL {
+            return None;
+        }
+        // Past the ecall it was to make again.
         regs.pc += 4;
         Some(regs.x[17])
     }

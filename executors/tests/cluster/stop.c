@@ -4,7 +4,10 @@
  *                      what SIGTERM does: "orderly" (a handler without
  *                      SA_RESTART: accept returns EINTR, the server writes
  *                      "stopped" to /state, syncs it and exits 0), "broken"
- *                      (the same, but it exits 3), "default" (no handler:
+ *                      (the same, but it exits 3), "restart" (a handler
+ *                      with SA_RESTART, waiting in poll(), which Linux
+ *                      never restarts: EINTR, then as "orderly"),
+ *                      "default" (no handler:
  *                      SIGTERM's default action ends it), "ignore"
  *                      (SIG_IGN: it never stops).
  *   stop client        connects once to server:7000 (by name), then
@@ -14,6 +17,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,16 +35,25 @@ int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "server") == 0) {
     const char *mode = argv[2];
     if (strcmp(mode, "ignore") == 0) signal(SIGTERM, SIG_IGN);
-    if (strcmp(mode, "orderly") == 0 || strcmp(mode, "broken") == 0) {
+    int restart = strcmp(mode, "restart") == 0;
+    if (strcmp(mode, "orderly") == 0 || strcmp(mode, "broken") == 0 || restart) {
       struct sigaction action;
       memset(&action, 0, sizeof action);
       action.sa_handler = on_term; /* no SA_RESTART: accept returns EINTR */
+      if (restart) action.sa_flags = SA_RESTART;
       sigaction(SIGTERM, &action, 0);
     }
     int listener = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(7000)};
     if (bind(listener, (struct sockaddr *)&addr, sizeof addr) || listen(listener, 4)) return 10;
     for (;;) {
+      if (restart) {
+        struct pollfd p = {.fd = listener, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0) {
+          if (errno == EINTR && terminated) break;
+          continue;
+        }
+      }
       int conn = accept(listener, 0, 0);
       if (conn >= 0) {
         close(conn);

@@ -154,6 +154,7 @@ fn run(harness: &Path, args: &[String], subject: Subject) -> Result<i32, Failure
     let temp = std::env::temp_dir();
     sweep_killed(&temp);
     let work = temp.join(format!("{WORK_PREFIX}{}", std::process::id()));
+    let lock = hold(&work);
     let result = campaign(
         harness,
         subject,
@@ -164,14 +165,51 @@ fn run(harness: &Path, args: &[String], subject: Subject) -> Result<i32, Failure
         &work,
     );
     let _ = std::fs::remove_dir_all(&work);
+    drop(lock);
     result
 }
 
 /// A campaign's work folder in the temporary folder: this, then its pid.
 const WORK_PREFIX: &str = "dst-libfuzzer-";
 
+/// The lock file in a campaign's work folder.
+const LOCK: &str = ".lock";
+
+/// Creates `work` and locks its lock file for the campaign (`None` if it
+/// cannot: the sweep then goes by the pid alone): a sweeper in another
+/// PID namespace sharing the temporary folder, where `kill` cannot see
+/// this process, finds it held.
+fn hold(work: &Path) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(work).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(work.join(LOCK))
+        .ok()?;
+    // SAFETY: flock on the descriptor `file` owns, for its lifetime.
+    (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0).then_some(file)
+}
+
+/// Whether no live campaign holds the lock of the work folder `dir` (one
+/// without a lock file has none).
+fn unlocked(dir: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    match std::fs::File::open(dir.join(LOCK)) {
+        Err(_) => true,
+        Ok(file) => {
+            // SAFETY: flock on the descriptor the file owns; closing it
+            // releases the lock taken.
+            let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            taken == 0
+        }
+    }
+}
+
 /// Removes the work folders of campaigns that were killed (one that ends
-/// removes its own): `dst-libfuzzer-PID` in `temp` whose process is gone.
+/// removes its own): `dst-libfuzzer-PID` in `temp` whose process is gone
+/// and whose lock no one holds.
 fn sweep_killed(temp: &Path) {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
@@ -189,7 +227,7 @@ fn sweep_killed(temp: &Path) {
         // SAFETY: signal 0 sends nothing: it asks whether `pid` exists.
         let gone = unsafe { libc::kill(pid, 0) } == -1
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
+        if gone && unlocked(&entry.path()) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
