@@ -23,31 +23,11 @@ use std::time::Instant;
 use dst_executors::riscv::cluster::Cluster;
 use dst_executors::{End, Executor as _};
 
-fn go_build(source: &Path, out: &Path) -> bool {
-    Command::new("go")
-        .args(["build", "-o"])
-        .arg(out)
-        .arg(source)
-        .env("CGO_ENABLED", "0")
-        .env("GOOS", "linux")
-        .env("GOARCH", "riscv64")
-        .env("GO111MODULE", "off")
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// A pseudo-random input for `seed` (xorshift; the same every run).
-fn input(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
-}
+// The tests' inputs and Go build (the same generator as the figures'
+// runs had).
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{build_go, input};
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -62,10 +42,11 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     for name in ["server", "client"] {
         let source = root.join(format!("examples/cluster/counter/{name}.go"));
-        if !go_build(&source, &dir.join(name)) {
-            eprintln!("skipped: go cannot build {}", source.display());
+        let Some(program) = build_go(&source, name) else {
             return;
-        }
+        };
+        std::fs::copy(&program, dir.join(name)).unwrap();
+        let _ = std::fs::remove_file(&program);
     }
     let toml = dir.join("counter.toml");
     std::fs::write(

@@ -60,6 +60,34 @@ fn cluster_file(dir: &Path, name: &str, text: &str) -> Cluster {
     Cluster::open(&file, 50_000_000).unwrap()
 }
 
+/// Runs `failing` twice: the same end and the same calls on every node
+/// (a finding replays). The end, the machines as its runs left them.
+fn replays(cluster: &mut Cluster, failing: &[u8]) -> End {
+    let first = cluster.execute(failing);
+    let nodes = cluster.names().len();
+    let calls: Vec<_> = (0..nodes)
+        .map(|i| cluster.machine(i).calls.clone())
+        .collect();
+    assert_eq!(cluster.execute(failing), first, "the same on replay");
+    for (i, calls) in calls.iter().enumerate() {
+        assert_eq!(&cluster.machine(i).calls, calls, "node {i}: the same calls");
+    }
+    first
+}
+
+/// Every one of `inputs` runs well (else the client's, node 1's, error
+/// output says why).
+fn never_fails(cluster: &mut Cluster, inputs: &[Vec<u8>]) {
+    for input in inputs {
+        assert_eq!(
+            cluster.execute(input),
+            End::Ok,
+            "{}",
+            String::from_utf8_lossy(&cluster.machine(1).kernel.stderr)
+        );
+    }
+}
+
 /// The register cluster of `examples/cluster/register.toml`, its server
 /// `server` (a program in `dir`).
 fn register(dir: &Path, server: &str) -> Cluster {
@@ -107,7 +135,7 @@ fn a_write_acknowledged_before_it_was_durable_is_lost_in_a_crash_found_and_repla
         .iter()
         .find(|input| cluster.execute(input) != End::Ok)
         .expect("some run crashes the server between an acknowledgement and its sync");
-    let first = cluster.execute(failing);
+    let first = replays(&mut cluster, failing);
     let End::Crash(dst_kernel::Outcome::Crash { cause, message, .. }) = &first else {
         panic!("{first:?}")
     };
@@ -123,29 +151,10 @@ fn a_write_acknowledged_before_it_was_durable_is_lost_in_a_crash_found_and_repla
     );
     let stderr = String::from_utf8_lossy(&cluster.machine(1).kernel.stderr).into_owned();
     assert!(stderr.starts_with("lost an acknowledged write"), "{stderr}");
-    let calls = (
-        cluster.machine(0).calls.clone(),
-        cluster.machine(1).calls.clone(),
-    );
-    assert_eq!(cluster.execute(failing), first, "the same on replay");
-    assert_eq!(
-        (
-            cluster.machine(0).calls.clone(),
-            cluster.machine(1).calls.clone()
-        ),
-        calls
-    );
 
     // Durable before acknowledged: no input loses a write.
     let mut fixed = register(dir, "fixed-server");
-    for input in &inputs {
-        assert_eq!(
-            fixed.execute(input),
-            End::Ok,
-            "{}",
-            String::from_utf8_lossy(&fixed.machine(1).kernel.stderr)
-        );
-    }
+    never_fails(&mut fixed, &inputs);
 }
 
 #[test]
@@ -293,7 +302,7 @@ fn a_partition_and_a_pause_each_cut_a_heartbeat_and_replay() {
             .iter()
             .find(|input| cluster.execute(input) != End::Ok)
             .unwrap_or_else(|| panic!("{name}: some round cuts the heartbeat"));
-        let first = cluster.execute(failing);
+        let first = replays(&mut cluster, failing);
         let End::Crash(dst_kernel::Outcome::Crash { message, .. }) = &first else {
             panic!("{name}: {first:?}")
         };
@@ -303,19 +312,10 @@ fn a_partition_and_a_pause_each_cut_a_heartbeat_and_replay() {
             stderr.starts_with("no pong within 50 ms"),
             "{name}: {stderr}"
         );
-        let calls = cluster.machine(1).calls.clone();
-        assert_eq!(
-            cluster.execute(failing),
-            first,
-            "{name}: the same on replay"
-        );
-        assert_eq!(cluster.machine(1).calls, calls);
     }
     // Without rounds, nothing cuts it.
     let mut calm = heartbeat(dir, &program, "calm", "period_ms = 0");
-    for input in &inputs {
-        assert_eq!(calm.execute(input), End::Ok);
-    }
+    never_fails(&mut calm, &inputs);
     // A server bound to 127.0.0.1 is not reached from another node (the
     // client's connect is refused: its status 5), one bound to its own
     // address is.
@@ -460,24 +460,7 @@ fn a_tokio_server_s_write_acknowledged_before_it_was_durable_is_lost_in_a_crash(
     };
     let manifest =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cluster/register-tokio/Cargo.toml");
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "--release", "--locked"])
-        .args(["--target", "riscv64gc-unknown-linux-gnu"])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env(
-            "RUSTFLAGS",
-            "-C target-feature=+crt-static -C linker=riscv64-linux-gnu-gcc",
-        )
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "building examples/cluster/register-tokio failed"
-    );
-    let program = target_dir.join("riscv64gc-unknown-linux-gnu/release/register-tokio");
+    let program = common::build_riscv_rust(&manifest, "register-tokio");
     let open = |fixed: bool| {
         let file = dir.join(format!("tokio-{fixed}.toml"));
         let args = if fixed {
@@ -513,25 +496,15 @@ fn a_tokio_server_s_write_acknowledged_before_it_was_durable_is_lost_in_a_crash(
         .iter()
         .find(|input| cluster.execute(input) != End::Ok)
         .expect("some run crashes the tokio server between an acknowledgement and its sync");
-    let first = cluster.execute(failing);
+    let first = replays(&mut cluster, failing);
     let End::Crash(dst_kernel::Outcome::Crash { message, .. }) = &first else {
         panic!("{first:?}")
     };
     assert_eq!(message, "node client: the program exited with status 1");
     let crashed = dst_executors::riscv::machine::CRASHED;
     assert!(cluster.machine(0).calls.iter().any(|&(n, _)| n == crashed));
-    let calls = cluster.machine(0).calls.clone();
-    assert_eq!(cluster.execute(failing), first, "the same on replay");
-    assert_eq!(cluster.machine(0).calls, calls);
     let mut fixed = open(true);
-    for input in inputs.iter().take(300) {
-        assert_eq!(
-            fixed.execute(input),
-            End::Ok,
-            "{}",
-            String::from_utf8_lossy(&fixed.machine(1).kernel.stderr)
-        );
-    }
+    never_fails(&mut fixed, &inputs[..300]);
 }
 
 #[test]
@@ -646,16 +619,9 @@ fn clock_skew_and_a_lost_datagram_are_each_found_and_replay() {
                 found
             })
             .unwrap_or_else(|| panic!("{name}: found among {ends:?}"));
-        let first = cluster.execute(failing);
+        replays(&mut cluster, failing);
         let stderr = String::from_utf8_lossy(&cluster.machine(1).kernel.stderr).into_owned();
         assert!(stderr.contains(said), "{name}: {stderr}");
-        let calls = cluster.machine(1).calls.clone();
-        assert_eq!(
-            cluster.execute(failing),
-            first,
-            "{name}: the same on replay"
-        );
-        assert_eq!(cluster.machine(1).calls, calls, "{name}");
         if skew == 0 {
             assert!(!skewed(&cluster), "no skew without max_skew_ms");
         }

@@ -590,27 +590,7 @@ fn an_unmodified_tokio_program_runs_its_multi_thread_runtime_timers_and_channels
     }
     // executors/tests/tokio: tokio from crates.io, pinned by its lock file.
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tokio/Cargo.toml");
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio");
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "--locked",
-            "--target",
-            "riscv64gc-unknown-linux-gnu",
-        ])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env(
-            "RUSTFLAGS",
-            "-C target-feature=+crt-static -C linker=riscv64-linux-gnu-gcc",
-        )
-        .status()
-        .unwrap();
-    assert!(status.success(), "building executors/tests/tokio failed");
-    let program = target_dir.join("riscv64gc-unknown-linux-gnu/release/dst-riscv-tokio");
+    let program = common::build_riscv_rust(&manifest, "dst-riscv-tokio");
     let mut exec = runs_to_exit(&program);
     let machine = exec.machine();
     // Four sleeping tasks joined (1 + 4 + 9 + 16), ten messages through a

@@ -72,3 +72,25 @@ pub fn rust_target_installed() -> bool {
     }
     installed
 }
+
+/// Builds the crate of `manifest` (its own workspace and lock file) for
+/// static riscv64 Linux with Debian's cross linker, in one target folder
+/// the test crates share (tokio is built once); the program `binary`.
+#[allow(dead_code)] // not every test crate builds Rust for riscv64
+pub fn build_riscv_rust(manifest: &std::path::Path, binary: &str) -> std::path::PathBuf {
+    let target = "riscv64gc-unknown-linux-gnu";
+    let target_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-q", "--release", "--locked", "--target", target])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env(
+            "RUSTFLAGS",
+            "-C target-feature=+crt-static -C linker=riscv64-linux-gnu-gcc",
+        )
+        .status()
+        .unwrap();
+    assert!(status.success(), "building {} failed", manifest.display());
+    target_dir.join(target).join("release").join(binary)
+}
