@@ -176,9 +176,16 @@ fn magic_found_at(binary: &Path, runs: &str, flags: &[&str]) -> Option<u64> {
 #[test]
 fn comparison_feedback_finds_the_rust_magic_that_mutation_alone_does_not() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let output = common::driver(&root.join("examples/cargo-fuzz"), &["build", "magic"]);
+    let output = common::shared_release_build(
+        Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+            .arg("--fuzz-dir")
+            .arg(root.join("examples/cargo-fuzz"))
+            .args(["build", "magic"]),
+    )
+    .output()
+    .unwrap();
     assert!(output.status.success(), "{}", common::text(&output));
-    let binary = root.join("target/dst-fuzz/release/magic");
+    let binary = root.join("target/fuzz-crates/dst-fuzz/release/magic");
     // The magic (compared as one u32) and the version (a u16) reach the
     // comparison log; input-to-state writes them where the input had its
     // bytes. About 7,500 executions for seeds 1 to 3 (docs/benchmarks.md).

@@ -4,18 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 fn driver(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
-        .arg("dst-fuzz")
-        .args(args)
-        .current_dir(dir)
-        // Share built dependencies between runs of this test.
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/driver-test"),
-        )
-        .output()
-        .expect("run cargo-dst-fuzz")
+    common::shared_release_build(
+        Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
+            .arg("dst-fuzz")
+            .args(args)
+            .current_dir(dir),
+    )
+    .output()
+    .expect("run cargo-dst-fuzz")
 }
 
 fn fresh_crate(name: &str) -> PathBuf {

@@ -14,6 +14,17 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Points a `cargo dst-fuzz build` (or a command that builds) at one
+/// target folder shared by every test that builds a fuzz crate in
+/// release, with the same profile whichever workspace the crate is in (the
+/// engine's release build is most of such a test's time; built once, the
+/// others reuse it).
+pub fn shared_release_build(command: &mut Command) -> &mut Command {
+    command
+        .env("CARGO_TARGET_DIR", root().join("target/fuzz-crates"))
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+}
+
 /// `cargo dst-fuzz --fuzz-dir DIR ARGS...`.
 pub fn driver(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
