@@ -132,22 +132,27 @@ impl Stream {
         let at = (self.cursor as usize).min(explicit.len());
         let from_input = (explicit.len() - at).min(out.len());
         out[..from_input].copy_from_slice(&explicit[at..at + from_input]);
-        for byte in &mut out[from_input..] {
-            *byte = self.tail_byte();
-        }
+        self.tail(&mut out[from_input..]);
         self.cursor += out.len() as u64;
     }
 
-    fn tail_byte(&mut self) -> u8 {
+    /// Fills `out` with the tail's next bytes (zeros for a zero seed), a
+    /// block's worth at a time.
+    fn tail(&mut self, mut out: &mut [u8]) {
         if self.seed == 0 {
-            return 0;
+            out.fill(0);
+            return;
         }
-        if self.block_pos == TAIL_BLOCK {
-            self.next_block();
+        while !out.is_empty() {
+            if self.block_pos == TAIL_BLOCK {
+                self.next_block();
+            }
+            let n = (TAIL_BLOCK - self.block_pos).min(out.len());
+            let (now, later) = out.split_at_mut(n);
+            now.copy_from_slice(&self.block[self.block_pos..self.block_pos + n]);
+            self.block_pos += n;
+            out = later;
         }
-        let b = self.block[self.block_pos];
-        self.block_pos += 1;
-        b
     }
 }
 

@@ -1,7 +1,7 @@
 //! One client: the LibAFL fuzzer around a target, seeded, run until the
 //! budget is spent.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -35,8 +35,8 @@ use super::schedule::{Sched, WeighStage};
 use super::stages::{FindingStage, Progress, SaveStage};
 use super::{Options, RANDOM_SEEDS, RANDOM_SEEDS_THREADS, State, Summary};
 use crate::explore::feedback::{
-    CampaignMeta, FindingObjective, FindingsAtStart, PropertyFeedback, PropertyObserver,
-    SpansFeedback, Target, classify_counts,
+    CampaignMeta, EdgesFeedback, FindingObjective, FindingsAtStart, PropertyFeedback,
+    PropertyObserver, SpansFeedback, Target, classify_counts,
 };
 use crate::explore::mutators::{
     BufferHavoc, ChangeDecision, FitSteps, KeepSeed, SpliceDecisions, ZeroDecisions, has_buffer,
@@ -136,8 +136,9 @@ fn client_inner<EM: ClientManager>(
     // SAFETY: the executor's maps stay at their addresses for its whole life
     // (the `Executor` protocol); it lives in `target`, which this function
     // holds until after the observers (owned by `executor`) are dropped.
-    // Plain map observers: the harness buckets the counts itself
-    // (`classify_counts`), cheaper than LibAFL's hit-count observer.
+    // Plain map observers: the counts are bucketed by the harness (the
+    // decisions, `classify_counts`) and by the edges' feedback
+    // (`EdgesFeedback`), cheaper than LibAFL's hit-count observer.
     let edges = unsafe { StdMapObserver::from_mut_ptr("edges", edges_ptr, edges_len) };
     // Indices tracked for the minimizer of the weighted scheduler
     // (`schedule`): recorded for interesting runs only.
@@ -147,8 +148,19 @@ fn client_inner<EM: ClientManager>(
             .track_indices();
     let properties = PropertyObserver::new(target.clone());
 
+    let runs = Rc::new(Cell::new(0u64));
+    // SAFETY: the edge map, as for the observer above; the feedback reads
+    // it only after a run.
+    let edges_feedback = unsafe {
+        EdgesFeedback::new(
+            MaxMapFeedback::new(&edges),
+            edges_ptr,
+            edges_len,
+            runs.clone(),
+        )
+    };
     let mut feedback = feedback_or!(
-        MaxMapFeedback::new(&edges),
+        edges_feedback,
         MaxMapFeedback::new(&decisions),
         PropertyFeedback::new(&properties, campaign),
         SpansFeedback::new(&properties)
@@ -193,13 +205,13 @@ fn client_inner<EM: ClientManager>(
     let mut harness = move |input: &BytesInput| {
         let mut t = harness_target.borrow_mut();
         t.end = None;
+        runs.set(runs.get() + 1);
         let end = t.exec.execute(input.as_ref());
-        let maps = t.exec.coverage();
-        for map in [maps.edges, maps.decisions] {
-            // SAFETY: the executor's maps (see above); the run has ended, so
-            // nothing else writes them until the next one.
-            classify_counts(unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), map.len()) });
-        }
+        // The edge map is classified by its feedback; the decision map here.
+        let map = t.exec.coverage().decisions;
+        // SAFETY: the executor's map (see above); the run has ended, so
+        // nothing else writes it until the next one.
+        classify_counts(unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), map.len()) });
         let kind = match end {
             End::Ok => ExitKind::Ok,
             End::Crash(_) => ExitKind::Crash,

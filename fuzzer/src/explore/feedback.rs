@@ -10,9 +10,12 @@
 //!   the decision-aware mutators.
 //! - [`FindingObjective`] makes an input a solution when it breaks a
 //!   must-hold property, crashes or times out with a signature not seen yet.
+//! - [`EdgesFeedback`] is LibAFL's maximizing map feedback on the edge map,
+//!   judging the raw counts against the ceilings of the history's classes
+//!   in one vector pass, and classifying the counts only of runs it keeps.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -21,11 +24,11 @@ use dst_kernel::finding::process_death;
 use dst_kernel::{Campaign, End, Executor, Outcome, RunRecord, Signature};
 use libafl::corpus::Testcase;
 use libafl::executors::ExitKind;
-use libafl::feedbacks::{Feedback, StateInitializer};
+use libafl::feedbacks::{Feedback, MapFeedbackMetadata, StateInitializer};
 use libafl::inputs::BytesInput;
 use libafl::observers::Observer;
 use libafl::state::HasExecutions;
-use libafl::{Error, HasMetadata};
+use libafl::{Error, HasMetadata, HasNamedMetadata};
 use libafl_bolts::Named;
 use libafl_bolts::tuples::{Handle, Handled, MatchNameRef};
 use serde::{Deserialize, Serialize};
@@ -434,6 +437,177 @@ pub fn classify_counts(map: &mut [u8]) {
     }
 }
 
+/// The largest raw count whose class ([`classify_counts`]) is at most
+/// `class`: a count above it is in a higher class.
+const fn class_ceiling(class: u8) -> u8 {
+    match class {
+        0..=2 => class,
+        3..=4 => 3,
+        5..=8 => 7,
+        9..=16 => 15,
+        17..=32 => 31,
+        33..=64 => 127,
+        _ => 255,
+    }
+}
+
+/// Whether any raw count of `map` is above its `ceiling` (the
+/// [`class_ceiling`] of the history's class there): the novelty check of
+/// LibAFL's maximizing map feedback on the classified map, without
+/// classifying it. Blocks of 64 bytes compare branch-free (the compiler
+/// vectorizes them), so a run costs one pass of vector compares.
+pub fn above_ceilings(map: &[u8], ceiling: &[u8]) -> bool {
+    debug_assert!(ceiling.len() >= map.len(), "the ceilings cover the map");
+    let ceiling = &ceiling[..map.len()];
+    let mut blocks = map.chunks_exact(64);
+    let mut limits = ceiling.chunks_exact(64);
+    for (block, limit) in (&mut blocks).zip(&mut limits) {
+        let mut above = 0u8;
+        for (count, limit) in block.iter().zip(limit) {
+            above |= u8::from(count > limit);
+        }
+        if above != 0 {
+            return true;
+        }
+    }
+    blocks
+        .remainder()
+        .iter()
+        .zip(limits.remainder())
+        .any(|(count, limit)| count > limit)
+}
+
+/// LibAFL's `MaxMapFeedback` on the edge map (`inner`, which keeps the
+/// history and the map's metadata when an input is kept), deciding novelty
+/// on the raw counts ([`above_ceilings`]) and classifying them only for a
+/// run that is kept: most runs are neither classified nor compared with
+/// the history byte by byte. `runs` counts runs (the harness bumps it
+/// before each), so a run's counts are classified once however often it is
+/// asked.
+pub struct EdgesFeedback<F> {
+    inner: F,
+    map: *mut u8,
+    len: usize,
+    runs: Rc<Cell<u64>>,
+    /// The history's class ceilings, rebuilt whenever the history grows.
+    ceilings: Vec<u8>,
+    /// The run last judged, and whether it was novel.
+    judged: Option<(u64, bool)>,
+    /// The run last classified.
+    classified: Option<u64>,
+}
+
+impl<F> EdgesFeedback<F> {
+    /// # Safety
+    ///
+    /// `map` points to `len` bytes (the edge map `inner`'s observer
+    /// watches) that stay valid while the feedback lives, and that nothing
+    /// else accesses while it runs.
+    pub unsafe fn new(inner: F, map: *mut u8, len: usize, runs: Rc<Cell<u64>>) -> EdgesFeedback<F> {
+        EdgesFeedback {
+            inner,
+            map,
+            len,
+            runs,
+            ceilings: Vec::new(),
+            judged: None,
+            classified: None,
+        }
+    }
+
+    fn map(&mut self) -> &mut [u8] {
+        // SAFETY: `new`'s contract: the map is valid and only this
+        // feedback touches it now (the run has ended).
+        unsafe { std::slice::from_raw_parts_mut(self.map, self.len) }
+    }
+
+    /// The history of `state` (as long as the map) and the ceilings of its
+    /// classes, rebuilt from it when `rebuild` or when they are stale.
+    fn history<S: HasNamedMetadata>(&mut self, state: &mut S, rebuild: bool) -> Result<(), Error>
+    where
+        F: Named,
+    {
+        let meta = state
+            .named_metadata_map_mut()
+            .get_mut::<MapFeedbackMetadata<u8>>(self.inner.name())
+            .ok_or_else(|| Error::key_not_found("the edge map's history"))?;
+        if meta.history_map.len() < self.len {
+            meta.history_map.resize(self.len, 0);
+        }
+        if rebuild || self.ceilings.len() != meta.history_map.len() {
+            self.ceilings.clear();
+            self.ceilings
+                .extend(meta.history_map.iter().map(|&class| class_ceiling(class)));
+        }
+        Ok(())
+    }
+}
+
+impl<F> std::fmt::Debug for EdgesFeedback<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgesFeedback")
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<F: Named> Named for EdgesFeedback<F> {
+    fn name(&self) -> &Cow<'static, str> {
+        self.inner.name()
+    }
+}
+
+impl<F: StateInitializer<S>, S> StateInitializer<S> for EdgesFeedback<F> {
+    fn init_state(&mut self, state: &mut S) -> Result<(), Error> {
+        self.inner.init_state(state)
+    }
+}
+
+impl<F, EM, OT, S> Feedback<EM, BytesInput, OT, S> for EdgesFeedback<F>
+where
+    F: Feedback<EM, BytesInput, OT, S> + Named,
+    S: HasNamedMetadata,
+{
+    fn is_interesting(
+        &mut self,
+        state: &mut S,
+        _manager: &mut EM,
+        _input: &BytesInput,
+        _observers: &OT,
+        _exit_kind: &ExitKind,
+    ) -> Result<bool, Error> {
+        let run = self.runs.get();
+        if let Some((judged, novel)) = self.judged
+            && judged == run
+        {
+            return Ok(novel);
+        }
+        self.history(state, false)?;
+        // SAFETY: as in `map`.
+        let map = unsafe { std::slice::from_raw_parts(self.map, self.len) };
+        let novel = above_ceilings(map, &self.ceilings);
+        self.judged = Some((run, novel));
+        Ok(novel)
+    }
+
+    fn append_metadata(
+        &mut self,
+        state: &mut S,
+        manager: &mut EM,
+        observers: &OT,
+        testcase: &mut Testcase<BytesInput>,
+    ) -> Result<(), Error> {
+        let run = self.runs.get();
+        if self.classified != Some(run) {
+            classify_counts(self.map());
+            self.classified = Some(run);
+        }
+        self.inner
+            .append_metadata(state, manager, observers, testcase)?;
+        self.history(state, true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use libafl::observers::{HitcountsMapObserver, Observer, StdMapObserver};
@@ -466,6 +640,36 @@ mod tests {
             assert_eq!(ours, theirs, "from offset {start}");
         }
         assert_eq!(COUNT_CLASSES[3], 4);
+        // A raw count is above its history's ceiling exactly when its class
+        // is above the history's class (LibAFL's novelty), at every count,
+        // class and length.
+        let classes = [0u8, 1, 2, 4, 8, 16, 32, 64, 128];
+        for count in 0..=255u8 {
+            for class in classes {
+                assert_eq!(
+                    count > class_ceiling(class),
+                    COUNT_CLASSES[usize::from(count)] > class,
+                    "{count} {class}"
+                );
+            }
+        }
+        for len in [0, 1, 63, 64, 65, 200] {
+            let raw: Vec<u8> = (0..len).map(|i| (i * 37 % 256) as u8).collect();
+            let mut history = raw.clone();
+            classify_counts(&mut history);
+            let ceilings: Vec<u8> = history.iter().map(|&c| class_ceiling(c)).collect();
+            assert!(!above_ceilings(&raw, &ceilings), "{len}");
+            for at in 0..len {
+                let mut lower = history.clone();
+                lower[at] = classes[classes
+                    .iter()
+                    .position(|&c| c == lower[at])
+                    .unwrap()
+                    .saturating_sub(1)];
+                let ceilings: Vec<u8> = lower.iter().map(|&c| class_ceiling(c)).collect();
+                assert_eq!(above_ceilings(&raw, &ceilings), raw[at] != 0, "{len} {at}");
+            }
+        }
         assert_eq!(COUNT_CLASSES[127], 64);
         assert_eq!(COUNT_CLASSES[128], 128);
     }
