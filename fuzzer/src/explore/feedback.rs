@@ -392,7 +392,7 @@ impl<EM, OT: MatchNameRef, S: HasMetadata + HasExecutions> Feedback<EM, BytesInp
 
 /// AFL's hit-count class of a count: 0, 1, 2, 3, 4-7, 8-15, 16-31, 32-127
 /// and 128-255 become 0, 1, 2, 4, 8, 16, 32, 64 and 128.
-const fn count_class(count: u8) -> u8 {
+pub(crate) const fn count_class(count: u8) -> u8 {
     match count {
         0..=2 => count,
         3 => 4,
