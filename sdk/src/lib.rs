@@ -49,7 +49,8 @@
 //!   `dst_fuzz::fuzz_target!`).
 //!
 //! Ids and names that must be the same in every run and process (site ids,
-//! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a.
+//! fill decisions, corpus names, crash stacks) hash with [`hash`]'s FNV-1a
+//! (a fill's a word at a time).
 //!
 //! Without an explorer the SDK runs in *local mode*: decisions come from
 //! `DST_SEED` (or a fresh seed, printed once to stderr) or from the bytes of

@@ -116,7 +116,7 @@ pub enum Value {
     Bit,
     /// 1 if the first byte is at least the threshold, else 0.
     AtLeast(u8),
-    /// FNV-1a of the bytes (a buffer fill, recorded by its hash).
+    /// The bytes' hash (a buffer fill, recorded by its [`crate::hash::fill64`]).
     Hash,
 }
 
@@ -136,7 +136,7 @@ impl Value {
             }
             Value::Bit => u64::from(bytes.first().is_some_and(|b| b & 1 != 0)),
             Value::AtLeast(threshold) => u64::from(bytes.first().is_some_and(|b| *b >= threshold)),
-            Value::Hash => crate::hash::fnv64(bytes),
+            Value::Hash => crate::hash::fill64(bytes),
         }
     }
 

@@ -2,7 +2,8 @@
 //! `no_std` source without dependencies, so that the `dst` crate and the
 //! KVM guest runtime run the same code.
 //!
-//! - [`hash`]: FNV-1a, the hash of site ids, fills and the trace;
+//! - [`hash`]: FNV-1a, the hash of site ids, fills (by words) and the
+//!   trace;
 //! - [`region`]: the region's layout (the header, site states, decision
 //!   records, the protocol's constants) and [`region::Writer`], the writes
 //!   of a run: a decision's record, its coverage and the trace hash, an
