@@ -27,9 +27,10 @@
 //! That is exact where the operand's bytes are common (a version field of
 //! `1c 1c` in a buffer full of `1c`: the first [`PLACES`] places were all
 //! elsewhere), and those replacements are also tried in pairs (two fields
-//! checked in one merged branch pass only together). On libpcap's harness,
-//! two of four 30 s campaigns stayed at 39-75 edges behind its version
-//! check without this; with it none did.
+//! checked in one merged branch pass only together). On libpcap's harness
+//! about one 30 s campaign in three stayed at 39-75 edges behind its
+//! version check without this; with it none of twelve did
+//! (docs/benchmarks.md).
 //!
 //! The client runs the stage only for targets whose last run logged
 //! comparisons, so other campaigns draw the same random numbers as before.
@@ -310,12 +311,14 @@ fn tainted_candidates(
         }
     }
     exact.extend(near);
-    let mut singles = Vec::new();
-    for (at, bytes) in exact {
-        if orig[at..at + bytes.len()] != bytes[..] && !singles.contains(&(at, bytes.clone())) {
-            singles.push((at, bytes));
-        }
-    }
+    // In order, without repeats (a set: a parser's log gives thousands).
+    let mut kept = HashSet::new();
+    let singles: Vec<(usize, Vec<u8>)> = exact
+        .into_iter()
+        .filter(|(at, bytes)| {
+            orig[*at..*at + bytes.len()] != bytes[..] && kept.insert((*at, bytes.clone()))
+        })
+        .collect();
     for (at, bytes) in &singles {
         if out.len() >= budget {
             return;
@@ -354,13 +357,13 @@ const PAIRED: usize = 12;
 /// classes (equal paths, equal hashes).
 fn path_hash(map: &[u8]) -> u64 {
     const BLOCK: usize = 64;
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    use dst::hash::{FNV64_OFFSET, FNV64_PRIME};
+    let mut h = FNV64_OFFSET;
     let mut add = |at: usize, bytes: &[u8]| {
         for (j, &b) in bytes.iter().enumerate() {
             if b != 0 {
                 let class = crate::explore::feedback::count_class(b);
-                h = (h ^ ((at + j) as u64) << 8 ^ u64::from(class))
-                    .wrapping_mul(0x0000_0100_0000_01b3);
+                h = (h ^ ((at + j) as u64) << 8 ^ u64::from(class)).wrapping_mul(FNV64_PRIME);
             }
         }
     };
@@ -513,7 +516,8 @@ impl InputToStateStage {
     /// `input` with as many bytes of `ranges` replaced by others of their
     /// class as keep the run on the path `path` (AFL++'s colorization:
     /// a range that changes the path is halved, the larger ranges tried
-    /// first, at most [`COLOR_BUDGET`] runs).
+    /// first; [`COLOR_BUDGET`] runs and one per 8 bytes, at most
+    /// [`COLOR_MAX`]).
     #[allow(clippy::too_many_arguments)]
     fn colorize<E, EM, Z>(
         &self,
