@@ -176,11 +176,14 @@ fn magic_found_at(binary: &Path, runs: &str, flags: &[&str]) -> Option<u64> {
 #[test]
 fn comparison_feedback_finds_the_rust_magic_that_mutation_alone_does_not() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let crates = root.join("target/fuzz-crates");
     let output = common::shared_release_build(
         Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
             .arg("--fuzz-dir")
             .arg(root.join("examples/cargo-fuzz"))
-            .args(["build", "magic"]),
+            .args(["build", "magic"])
+            .current_dir(&crates),
+        &crates,
     )
     .output()
     .unwrap();

@@ -6,20 +6,25 @@ use std::process::{Command, Output};
 
 mod common;
 
+/// Where the fresh crates are.
+fn crates() -> PathBuf {
+    std::env::temp_dir().join(format!("dst-driver-{}", std::process::id()))
+}
+
 fn driver(dir: &Path, args: &[&str]) -> Output {
     common::shared_release_build(
         Command::new(env!("CARGO_BIN_EXE_cargo-dst-fuzz"))
             .arg("dst-fuzz")
             .args(args)
             .current_dir(dir),
+        &crates(),
     )
     .output()
     .expect("run cargo-dst-fuzz")
 }
 
 fn fresh_crate(name: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("dst-driver-{}", std::process::id()));
-    let dir = root.join(name);
+    let dir = crates().join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
