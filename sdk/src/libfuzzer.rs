@@ -115,6 +115,8 @@ pub struct Flags {
     pub error_exitcode: Option<i32>,
     /// `-timeout_exitcode` (default [`TIMEOUT_EXITCODE`]).
     pub timeout_exitcode: Option<i32>,
+    /// `-len_control` (0: no length control).
+    pub len_control: Option<u64>,
     /// `-use_cmp` (default on): comparison feedback, here the comparison
     /// log (`crate::cmplog`) and input-to-state replacement.
     pub use_cmp: Option<bool>,
@@ -152,7 +154,6 @@ const IGNORED: &[&str] = &[
     "detect_leaks",
     "use_value_profile",
     "only_ascii",
-    "len_control",
     "reduce_inputs",
     "shrink",
     "prefer_small",
@@ -244,6 +245,7 @@ impl Flags {
             "max_total_time" => self.max_total_time = Some(number(name, value)?),
             "seed" => self.seed = Some(number(name, value)?),
             "max_len" => self.max_len = Some(number(name, value)?),
+            "len_control" => self.len_control = Some(number(name, value)?),
             "timeout" => self.timeout = Some(number(name, value)?),
             "error_exitcode" => self.error_exitcode = Some(number(name, value)?),
             "timeout_exitcode" => self.timeout_exitcode = Some(number(name, value)?),

@@ -5,8 +5,9 @@
 //!
 //! - Flags as libFuzzer's (`dst::libfuzzer::Flags`), after the
 //!   `[libfuzzer]` section of `HARNESS.options`; `-runs`,
-//!   `-max_total_time`, `-seed`, `-timeout`, `-max_len` and `-dict` set
-//!   the campaign (`HARNESS.dict` is read too, as are the harness's own
+//!   `-max_total_time`, `-seed`, `-timeout`, `-max_len`, `-len_control`
+//!   (default 1000, `explore::DEFAULT_LEN_CONTROL` says why) and `-dict`
+//!   set the campaign (`HARNESS.dict` is read too, as are the harness's own
 //!   strings, `dst_tokens`; `-use_cmp=0` turns off the comparison log,
 //!   as libFuzzer's turns off its table of recent comparisons, and keeps
 //!   the dictionaries). Unknown flags are warned about, as libFuzzer
@@ -510,6 +511,9 @@ fn campaign(
     crate::store::ensure_dir(&options.corpus_dir).map_err(Failure::from)?;
     // -use_cmp=0: no comparison log (the dictionaries stay).
     options.cmplog = flags.use_cmp != Some(false);
+    if let Some(len_control) = flags.len_control {
+        options.len_control = len_control;
+    }
     options.tokens = super::tokens::from_program(harness);
     // The corpus, then a short string of zeros and each of the harness's
     // own strings as a whole input, so mutation starts from data bytes

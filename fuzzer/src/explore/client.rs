@@ -39,7 +39,8 @@ use crate::explore::feedback::{
     PropertyObserver, SpansFeedback, Target, classify_counts,
 };
 use crate::explore::mutators::{
-    BufferHavoc, ChangeDecision, FitSteps, KeepSeed, SpliceDecisions, ZeroDecisions, has_buffer,
+    BufferHavoc, CapBuffer, ChangeDecision, FitSteps, KeepSeed, LengthControl, SpliceDecisions,
+    ZeroDecisions, has_buffer,
 };
 use crate::store::{self, StoreError};
 
@@ -178,6 +179,12 @@ fn client_inner<EM: ClientManager>(
             )
             .map_err(StoreError::libafl)?;
             state.set_max_size(1 << 16);
+            if options.len_control > 0 {
+                state.add_metadata(LengthControl::new(
+                    options.len_control,
+                    dst::libfuzzer::max_len(),
+                ));
+            }
             state.add_metadata(FindingsAtStart {
                 names: known.clone(),
             });
@@ -325,12 +332,12 @@ fn client_inner<EM: ClientManager>(
         IfStage::new(
             move |_: &mut _, _: &mut _, state: &mut State, _: &mut _| Ok(!chained(state)),
             tuple_list!(
-                StdMutationalStage::new(FitSteps::new(KeepSeed::new(HavocScheduledMutator::new(
-                    havoc_mutations()
+                StdMutationalStage::new(FitSteps::new(CapBuffer::new(KeepSeed::new(
+                    HavocScheduledMutator::new(havoc_mutations())
                 )))),
-                StdMutationalStage::new(FitSteps::new(HavocScheduledMutator::new(
+                StdMutationalStage::new(FitSteps::new(CapBuffer::new(HavocScheduledMutator::new(
                     decision_mutations()
-                ))),
+                )))),
             ),
         ),
         IfStage::new(
@@ -358,8 +365,8 @@ fn client_inner<EM: ClientManager>(
         // random numbers as before.
         IfStage::new(
             |_: &mut _, _: &mut _, state: &mut State, _: &mut _| Ok(state.has_metadata::<Tokens>()),
-            tuple_list!(StdMutationalStage::new(HavocScheduledMutator::new(
-                tokens_mutations()
+            tuple_list!(StdMutationalStage::new(CapBuffer::new(
+                HavocScheduledMutator::new(tokens_mutations())
             ))),
         ),
         FindingStage::new(

@@ -40,7 +40,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use dst::cmplog::{Entry, KIND_BYTES, KIND_INT, MAX_BYTES};
-use dst::decision::{Kind, SEED_BYTES};
+use dst::decision::{Kind, SEED_BYTES, Value};
 use libafl::fuzzer::{Evaluator, ExecutesInput};
 use libafl::inputs::BytesInput;
 use libafl::stages::Stage;
@@ -450,7 +450,7 @@ where
         };
         // A harness's length is its bytes modulo the longest input: write
         // the length itself, so a comparison with it finds it (same run).
-        for (at, value) in lengths {
+        for &(at, value) in &lengths {
             debug_assert!(at + 4 <= input.len(), "the run read its length");
             let value = u32::try_from(value).unwrap_or(u32::MAX);
             input[at..at + 4].copy_from_slice(&value.to_be_bytes());
@@ -474,6 +474,19 @@ where
             }
         }
         candidates_into(&input, &logged, BUDGET, &mut out, &mut seen);
+        // A replacement of the first buffer's length keeps within the
+        // length control's cap, as mutations do.
+        if let Some(&(at, _)) = lengths.first()
+            && let Some(limit) = crate::explore::mutators::buffer_limit(state)
+        {
+            let modulus = state
+                .metadata::<crate::explore::mutators::LengthControl>()
+                .map_or(u64::MAX, |c| c.max_len as u64 + 1);
+            out.retain(|c| {
+                c.get(at..at + 4)
+                    .is_none_or(|l| Value::Mod(modulus).of(l) <= limit as u64)
+            });
+        }
         for candidate in out {
             fuzzer.evaluate_input(state, executor, manager, &BytesInput::new(candidate))?;
         }
