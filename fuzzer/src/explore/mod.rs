@@ -133,7 +133,7 @@ pub struct Options {
     pub stop_on_unconfirmed: bool,
     /// libFuzzer's `-len_control`: a harness's buffer grows by the log2 of
     /// its cap after this many runs per log2 without a new corpus entry
-    /// ([`mutators::LengthControl`]); 0: any length up to `max_len` at
+    /// (the mutators' `LengthControl`); 0: any length up to `max_len` at
     /// once.
     pub len_control: u64,
 }
