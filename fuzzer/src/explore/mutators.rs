@@ -522,13 +522,13 @@ fn fill_after(spans: &[(u32, u16, u8)], i: usize) -> usize {
 /// was given (at least 4 bytes) and grows by its own log2 each time
 /// `per_log` times that log2 runs have passed without a new corpus entry,
 /// up to `max_len`. A longer buffer is cut to it: only a random tail's
-/// can be longer (the given inputs are within the first cap), and a
-/// random tail's descendants kept at its length (random kilobytes) made
-/// libxml2's campaigns 2.4 times slower and find less. Short
-/// inputs are fast (a parser's run costs about its length: libxml2's
-/// harness spent 15% of its time splitting dst's kilobyte inputs, and ran
-/// at 2.4 times the rate with them capped), and a search finds from short
-/// inputs what it can before it pays for long ones.
+/// can be longer (the given inputs are within the first cap), and its
+/// descendants kept at its length (random kilobytes) slowed libxml2's
+/// campaigns as much as no cap at all. Short inputs are fast (a parser's
+/// run costs about its length: libxml2's harness spent 15% of its time
+/// splitting dst's kilobyte inputs, and ran at 3.1 times the rate with
+/// them capped, docs/benchmarks.md), and a search finds from short inputs
+/// what it can before it pays for long ones.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LengthControl {
     per_log: u64,

@@ -22,10 +22,8 @@ pub fn root() -> PathBuf {
 /// build has them (examples/cargo-fuzz). Optimized, the explorer's release
 /// build was 4.5 minutes of a clean CI's 33; unoptimized it is about 1.5,
 /// and still runs the tests' campaigns fast. That crate keeps the release
-/// optimization: its comparisons must compile as a
-/// user's release build compiles them (unoptimized, a 4-byte slice
-/// comparison is a call to `bcmp`, not a `u32` comparison that
-/// trace-compares sees). Cargo takes the profile from
+/// optimization: unoptimized, its 4-byte slice comparison is a call to
+/// `bcmp`, not the `u32` comparison that trace-compares sees. Cargo takes the profile from
 /// `config_dir/.cargo/config.toml`, written here: the command's working
 /// directory must be `config_dir` or a folder below it.
 pub fn shared_release_build<'c>(command: &'c mut Command, config_dir: &Path) -> &'c mut Command {
